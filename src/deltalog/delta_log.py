@@ -1,0 +1,419 @@
+"""``DeltaLog``: one object per table path that loads and refreshes snapshots (reference
+``DeltaLog`` + ``SnapshotManagement``).
+
+* The latest snapshot is loaded at creation, starting from the ``_last_checkpoint`` hint.
+* :meth:`DeltaLog.update` lists the log from the current checkpoint, reuses the snapshot when the
+  segment is unchanged, and otherwise replays only the new commits on top of the previous state
+  (the reference replays the whole segment again). With ``staleness_acceptable=True`` and a
+  snapshot younger than :attr:`DeltaLog.staleness_limit_ms` it returns at once and refreshes in
+  the background.
+* :meth:`DeltaLog.get_snapshot_at` and :meth:`DeltaLog.get_snapshot_at_timestamp` time travel.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from typing import Any, ClassVar, Literal
+
+from deltalog import errors
+from deltalog.actions import CommitInfo
+from deltalog.log.filenames import LAST_CHECKPOINT, LOG_DIR, LogFileKind, parse_log_file, version_prefix
+from deltalog.log.history import CommitRecord, commit_timestamps, version_at_timestamp
+from deltalog.log.last_checkpoint import LastCheckpointInfo, parse_last_checkpoint
+from deltalog.log.reader import NON_FILE_KEYS, parse_commit, read_checkpoint, read_commit_info
+from deltalog.log.replay import InMemoryLogReplay
+from deltalog.log.segment import LogSegment, build_log_segment
+from deltalog.paths import normalize_table_root
+from deltalog.snapshot import Snapshot
+from deltalog.storage.base import FileInfo, LogStore
+from deltalog.storage.local import LocalLogStore
+
+log = logging.getLogger(__name__)
+
+Engine = Literal["auto", "driver", "spark"]
+# Logs larger than this replay on Spark under engine="auto" when a session is available.
+SPARK_ENGINE_THRESHOLD_BYTES = 512 * 1024 * 1024
+_MAX_CHECKPOINT_RETRIES = 2
+# Lines the Spark engine leaves to Spark: the driver only needs the non-file actions.
+_FILE_ACTION_LINE = re.compile(rb'^\s*\{\s*"(add|remove|cdc)"')
+
+
+class DeltaLog:
+    """The log of one Delta table. Get instances with :meth:`for_table`.
+
+    Attributes:
+        table_root: absolute path of the table.
+        log_root: its ``_delta_log`` directory.
+        staleness_limit_ms: how old a snapshot may be for ``update(staleness_acceptable=True)``
+            to return it without waiting (0, the default, means always refresh synchronously).
+        engine: ``"driver"``, ``"spark"`` or ``"auto"`` (by log size).
+    """
+
+    _instances: ClassVar[dict[str, DeltaLog]] = {}
+    _instances_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, table_root: str, *, store: LogStore | None = None, spark: Any = None,
+                 engine: Engine = "auto") -> None:
+        if engine not in ("auto", "driver", "spark"):
+            raise errors.invalid_argument(f"engine must be auto, driver or spark, not {engine!r}")
+        if engine == "spark" and spark is None:
+            raise errors.invalid_argument("engine='spark' needs a SparkSession (spark=...)")
+        self.table_root = normalize_table_root(table_root)
+        self.log_root = f"{self.table_root}/{LOG_DIR}"
+        self.store: LogStore = store or LocalLogStore()
+        self.spark = spark
+        self.engine: Engine = engine
+        self.staleness_limit_ms = 0
+        self._lock = threading.RLock()
+        self._async_update: threading.Thread | None = None
+        self._snapshot: Snapshot | None = None
+        self._last_update_ms = -1
+        self._snapshot = self._load_initial()
+
+    # -- construction -----------------------------------------------------------------------
+
+    @classmethod
+    def for_table(cls, path: str, *, store: LogStore | None = None, spark: Any = None,
+                  engine: Engine = "auto") -> DeltaLog:
+        """The ``DeltaLog`` of the table at ``path`` (one cached instance per path and engine).
+
+        A path that holds no table yet gives a log whose :meth:`update` raises
+        :class:`~deltalog.errors.TableNotFoundError`; a corrupt log raises here.
+        """
+        key = f"{normalize_table_root(path)}|{engine}|{id(spark) if spark is not None else ''}"
+        with cls._instances_lock:
+            existing = cls._instances.get(key)
+        if existing is not None and store is None:
+            return existing
+        created = cls(path, store=store, spark=spark, engine=engine)
+        if store is None:
+            with cls._instances_lock:
+                cls._instances.setdefault(key, created)
+                return cls._instances[key]
+        return created
+
+    @classmethod
+    def clear_cache(cls) -> None:
+        """Forget every cached instance (their snapshots' Spark caches are dropped)."""
+        with cls._instances_lock:
+            instances = list(cls._instances.values())
+            cls._instances.clear()
+        for inst in instances:
+            if inst._snapshot is not None:
+                inst._snapshot.uncache()
+
+    # -- snapshots --------------------------------------------------------------------------
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The current snapshot (as of the last update).
+
+        Raises:
+            TableNotFoundError: there is no table at this path.
+        """
+        if self._snapshot is None:
+            raise errors.table_not_found(self.table_root, "no commits in _delta_log")
+        return self._snapshot
+
+    def table_exists(self) -> bool:
+        """Whether the path held a table at the last update."""
+        return self._snapshot is not None
+
+    def update(self, staleness_acceptable: bool = False) -> Snapshot:
+        """The latest snapshot, refreshed from the log.
+
+        With ``staleness_acceptable`` and a snapshot within :attr:`staleness_limit_ms`, the
+        current snapshot is returned at once and a refresh runs in the background.
+        """
+        if staleness_acceptable and self._snapshot is not None and not self.is_currently_stale():
+            self._start_async_update()
+            return self._snapshot
+        with self._lock:
+            return self._update_internal()
+
+    def is_currently_stale(self) -> bool:
+        """Whether the current snapshot is older than the staleness limit (always, with limit 0)."""
+        if self.staleness_limit_ms <= 0:
+            return True
+        return self._last_update_ms < _now_ms() - self.staleness_limit_ms
+
+    def get_snapshot_at(self, version: int) -> Snapshot:
+        """The snapshot of ``version``.
+
+        Raises:
+            VersionNotFoundError: the version is not in the table's recreatable history.
+        """
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise errors.invalid_argument(f"version must be an integer, not {version!r}")
+        current = self._snapshot if self._snapshot is not None and self._snapshot.version >= version \
+            else self.update()
+        if current.version == version:
+            return current
+        if version < 0 or version > current.version:
+            earliest = self._earliest_recreatable_version()
+            raise errors.version_not_found(self.table_root, version, earliest, current.version)
+        try:
+            segment = self._build_segment(version)
+        except errors.InvalidTableError:
+            earliest = self._earliest_recreatable_version()
+            if version < earliest:
+                raise errors.version_not_found(
+                    self.table_root, version, earliest, current.version) from None
+            raise
+        if segment is None:
+            raise errors.version_not_found(self.table_root, version, 0, current.version)
+        return self._create_snapshot(segment, previous=None)
+
+    def get_snapshot_at_timestamp(self, timestamp_ms: int, *,
+                                  can_return_last_commit: bool = False) -> Snapshot:
+        """The snapshot of the newest version committed at or before ``timestamp_ms``."""
+        return self.get_snapshot_at(self.version_at_timestamp(
+            timestamp_ms, can_return_last_commit=can_return_last_commit))
+
+    def version_at_timestamp(self, timestamp_ms: int, *, can_return_last_commit: bool = False,
+                             can_return_earliest_commit: bool = False) -> int:
+        """The newest recreatable version committed at or before ``timestamp_ms``.
+
+        Raises:
+            TimestampOutOfRangeError: before the earliest or after the latest commit.
+        """
+        records = self._commit_records(recreatable_only=True)
+        return version_at_timestamp(
+            self.table_root, [r.version for r in records], [r.timestamp for r in records],
+            timestamp_ms, can_return_last_commit=can_return_last_commit,
+            can_return_earliest_commit=can_return_earliest_commit)
+
+    def history(self, limit: int | None = None) -> list[CommitRecord]:
+        """Commits newest first, with effective timestamps and their ``commitInfo``."""
+        self.update()
+        records = self._commit_records(recreatable_only=False, with_commit_info=True)
+        records.reverse()
+        return records if limit is None else records[:limit]
+
+    def replace_snapshot(self, new: Snapshot) -> None:
+        """Install ``new`` as the current snapshot, dropping the old one's cached Spark state."""
+        with self._lock:
+            old = self._snapshot
+            if old is not None and old is not new:
+                if old.metadata.id != new.metadata.id:
+                    log.warning("Change in the table id detected for %s: %s -> %s",
+                                self.table_root, old.metadata.id, new.metadata.id)
+                old.uncache()
+            self._snapshot = new
+
+    # -- internals: segments ----------------------------------------------------------------
+
+    def _load_initial(self) -> Snapshot | None:
+        hint = self._read_last_checkpoint()
+        log.info("Loading version latest%s of %s",
+                 f" starting from checkpoint version {hint.version}" if hint else "", self.table_root)
+        segment = self._build_segment(None, hint=hint)
+        self._last_update_ms = _now_ms()
+        if segment is None:
+            return None
+        return self._create_snapshot(segment, previous=None)
+
+    def _update_internal(self) -> Snapshot:
+        current = self._snapshot
+        start = current.segment.checkpoint_version if current is not None else None
+        segment = self._build_segment(None, start=start)
+        self._last_update_ms = _now_ms()
+        if segment is None:
+            if current is not None:
+                current.uncache()
+            self._snapshot = None
+            raise errors.table_not_found(self.table_root, "no commits in _delta_log")
+        if current is not None and segment == current.segment:
+            return current
+        log.info("Loading version %d of %s", segment.version, self.table_root)
+        new = self._create_snapshot(segment, previous=current)
+        self.replace_snapshot(new)
+        return new
+
+    def _build_segment(self, version: int | None, *, hint: LastCheckpointInfo | None = None,
+                       start: int | None = None) -> LogSegment | None:
+        """List the log (from a checkpoint hint when there is one) and choose the segment; on a
+        hint that turns out unusable, list again from version 0 as the reference does."""
+        if start is None and hint is None:
+            hint = self._read_last_checkpoint()
+        if hint is not None and (version is None or hint.version <= version):
+            start = hint.version if start is None else start
+        expected = hint.version if hint is not None and start == hint.version else None
+        start = max(start or 0, 0)
+        listing = self._list(start)
+        if listing is None:
+            return None
+        try:
+            segment = build_log_segment(self.table_root, self.log_root, listing, version,
+                                        expected_checkpoint=expected)
+        except errors.InvalidTableError:
+            if start == 0:
+                raise
+            segment = None  # the hinted checkpoint is unusable: fall back to the whole log
+        if segment is None and start > 0:
+            listing = self._list(0) or []
+            segment = build_log_segment(self.table_root, self.log_root, listing, version,
+                                        expected_checkpoint=expected)
+        return segment
+
+    def _list(self, start: int) -> list[FileInfo] | None:
+        try:
+            return self.store.list_from(self.log_root, version_prefix(start))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def _read_last_checkpoint(self) -> LastCheckpointInfo | None:
+        try:
+            data = self.store.read(f"{self.log_root}/{LAST_CHECKPOINT}")
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        info = parse_last_checkpoint(data)
+        if info is None:
+            log.warning("Ignoring unreadable %s/%s; listing the log instead", self.log_root,
+                        LAST_CHECKPOINT)
+        return info
+
+    # -- internals: snapshot creation -------------------------------------------------------
+
+    def _create_snapshot(self, segment: LogSegment, previous: Snapshot | None) -> Snapshot:
+        """Build a snapshot; a checkpoint that cannot be read is retried with older ones."""
+        first_error: errors.InvalidTableError | None = None
+        for _ in range(_MAX_CHECKPOINT_RETRIES + 1):
+            try:
+                return self._create_snapshot_once(segment, previous)
+            except errors.InvalidTableError as e:
+                if e.error_class not in ("DELTA_CORRUPT_CHECKPOINT", "DELTA_CHECKPOINT_FILE_NOT_FOUND") \
+                        or segment.checkpoint is None:
+                    raise
+                first_error = first_error or e
+                older = self._segment_below_checkpoint(segment)
+                if older is None:
+                    raise first_error from None
+                segment = older
+        assert first_error is not None
+        raise first_error
+
+    def _segment_below_checkpoint(self, segment: LogSegment) -> LogSegment | None:
+        assert segment.checkpoint is not None
+        bad = segment.checkpoint.version
+        listing = [f for f in self._list(0) or []
+                   if not ((lf := parse_log_file(f)) is not None and lf.kind is LogFileKind.CHECKPOINT
+                           and lf.version >= bad)]
+        try:
+            return build_log_segment(self.table_root, self.log_root, listing, segment.version)
+        except errors.DeltaError:
+            return None
+
+    def _create_snapshot_once(self, segment: LogSegment, previous: Snapshot | None) -> Snapshot:
+        engine = self._choose_engine(segment)
+        files = engine == "driver"
+        reuse = (previous is not None and previous.engine == engine == "driver"
+                 and segment.checkpoint_version <= previous.version < segment.version)
+        if reuse:
+            assert previous is not None
+            replay = previous._replay.copy()
+            commits = [c for c in segment.commits if c.version > previous.version]
+        else:
+            replay = InMemoryLogReplay()
+            commits = list(segment.commits)
+            if segment.checkpoint is not None:
+                keys = None if files else NON_FILE_KEYS
+                rows = read_checkpoint(self.store, segment.checkpoint, table=self.table_root,
+                                       **({} if keys is None else {"keys": keys}))
+                replay.append(segment.checkpoint.version, rows)
+        last_info: CommitInfo | None = None
+        for c in commits:
+            data = self.store.read(c.path)
+            if not files:
+                data = b"\n".join(line for line in data.split(b"\n")
+                                  if not _FILE_ACTION_LINE.match(line))
+            parsed = parse_commit(data, c.version, table=self.table_root, file=c.path)
+            replay.append(c.version, parsed.rows)
+            last_info = parsed.commit_info
+        if (not commits or commits[-1].version != segment.version) and segment.last_commit:
+            last_info = read_commit_info(self.store, segment.last_commit, table=self.table_root)
+        spark_state = None
+        if not files:
+            from deltalog.spark.state import SparkState
+
+            spark_state = SparkState(self.spark, self.table_root, segment, self.store)
+        snapshot = Snapshot(self.table_root, segment, replay, engine=engine,
+                            last_commit_info=last_info, spark_state=spark_state)
+        if spark_state is not None:
+            spark_state.min_file_retention_timestamp = replay.min_file_retention_timestamp
+        return snapshot
+
+    def _choose_engine(self, segment: LogSegment) -> str:
+        if self.engine != "auto":
+            return self.engine
+        if self.spark is not None and segment.size_in_bytes > SPARK_ENGINE_THRESHOLD_BYTES:
+            return "spark"
+        return "driver"
+
+    # -- internals: history -----------------------------------------------------------------
+
+    def _commit_records(self, *, recreatable_only: bool,
+                        with_commit_info: bool = False) -> list[CommitRecord]:
+        listing = self._list(0) or []
+        files = [lf for f in listing if (lf := parse_log_file(f)) is not None]
+        commits = sorted((f for f in files if f.kind is LogFileKind.COMMIT), key=lambda f: f.version)
+        # Only the contiguous run ending at the latest commit is history we can speak for.
+        start = len(commits) - 1
+        while start > 0 and commits[start - 1].version == commits[start].version - 1:
+            start -= 1
+        commits = commits[max(start, 0):]
+        if recreatable_only and commits:
+            earliest = self._earliest_recreatable_version(files)
+            commits = [c for c in commits if c.version >= earliest]
+        infos: dict[int, CommitInfo | None] = {}
+
+        def info(c: Any) -> CommitInfo | None:
+            if c.version not in infos:
+                infos[c.version] = read_commit_info(self.store, c, table=self.table_root)
+            return infos[c.version]
+
+        def ict_of(c: Any) -> int | None:
+            ci = info(c)
+            return ci.in_commit_timestamp if ci is not None else None
+
+        timestamps = commit_timestamps(commits, ict_of)
+        return [CommitRecord(c.version, ts, info(c) if with_commit_info else infos.get(c.version))
+                for c, ts in zip(commits, timestamps, strict=True)]
+
+    def _earliest_recreatable_version(self, files: list[Any] | None = None) -> int:
+        if files is None:
+            files = [lf for f in self._list(0) or [] if (lf := parse_log_file(f)) is not None]
+        commits = {f.version for f in files if f.kind is LogFileKind.COMMIT}
+        if 0 in commits:
+            return 0
+        from deltalog.log.segment import complete_checkpoints
+
+        for cp in complete_checkpoints(files):
+            if cp.version in commits or cp.version + 1 in commits:
+                return cp.version
+        if not commits:
+            raise errors.table_not_found(self.table_root, "no commits in _delta_log")
+        raise errors.no_recreatable_history(self.table_root)
+
+    def _start_async_update(self) -> None:
+        if self._async_update is not None and self._async_update.is_alive():
+            return
+
+        def run() -> None:
+            if self._lock.acquire(blocking=False):
+                try:
+                    self._update_internal()
+                except errors.DeltaError as e:  # surfaced by the next synchronous update
+                    log.warning("Background update of %s failed: %s", self.table_root, e)
+                finally:
+                    self._lock.release()
+
+        self._async_update = threading.Thread(target=run, name="deltalog-update", daemon=True)
+        self._async_update.start()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

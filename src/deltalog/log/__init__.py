@@ -1,0 +1,1 @@
+"""The transaction log: file names, segments, replay, reading actions, history."""

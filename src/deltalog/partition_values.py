@@ -1,0 +1,64 @@
+"""Partition values: the strings of ``add.partitionValues`` typed by the table schema
+(PROTOCOL.md "Partition Value Serialization")."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from typing import Any
+
+from deltalog.schema import DataType, DecimalType, PrimitiveType
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def parse_partition_value(raw: str | None, data_type: DataType) -> Any:
+    """The typed value of one serialized partition value (``None`` and ``""`` are null).
+
+    Timestamps without an offset are read as UTC (as Kernel and delta-rs do); ISO-8601 values
+    with ``Z`` or an offset are honoured. Timestamps come back as aware UTC datetimes,
+    ``timestamp_ntz`` as naive ones.
+
+    Raises:
+        ValueError: the string does not parse as ``data_type``.
+    """
+    if raw is None or raw == "":
+        return None
+    if isinstance(data_type, DecimalType):
+        return decimal.Decimal(raw).quantize(decimal.Decimal(1).scaleb(-data_type.scale))
+    if not isinstance(data_type, PrimitiveType):
+        raise ValueError(f"partition columns must be primitive, not {data_type}")
+    name = data_type.name
+    if name == "string":
+        return raw
+    if name in ("long", "integer", "short", "byte"):
+        return int(raw)
+    if name in ("float", "double"):
+        return float(raw)
+    if name == "boolean":
+        if raw.lower() not in ("true", "false"):
+            raise ValueError(f"not a boolean: {raw!r}")
+        return raw.lower() == "true"
+    if name == "date":
+        return dt.date.fromisoformat(raw[:10])
+    if name == "timestamp":
+        value = _parse_datetime(raw)
+        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+    if name == "timestamp_ntz":
+        return _parse_datetime(raw).replace(tzinfo=None)
+    if name == "binary":
+        return raw.encode("utf-8")
+    raise ValueError(f"unsupported partition column type {name}")
+
+
+def _parse_datetime(raw: str) -> dt.datetime:
+    s = raw.strip().replace(" ", "T", 1)
+    if s.endswith("Z"):
+        s = s[:-1] + "+00:00"
+    # fromisoformat accepts 1-6 fractional digits only in 3.11+ forms; normalize to 6.
+    if "." in s:
+        head, frac = s.split(".", 1)
+        digits = "".join(ch for ch in frac if ch.isdigit())
+        rest = frac[len(digits):]
+        s = f"{head}.{(digits + '000000')[:6]}{rest}"
+    return dt.datetime.fromisoformat(s)

@@ -1,0 +1,35 @@
+"""Paths in the log are URIs (PROTOCOL.md "Path"): decode percent-escapes once, never ``+``."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from urllib.parse import unquote
+
+
+def uri_to_local_path(uri: str) -> str:
+    """A local path from ``file:/x``, ``file:///x`` or a bare absolute path, decoded once."""
+    if uri.startswith("file:"):
+        rest = uri[len("file:"):]
+        if rest.startswith("//"):
+            rest = rest[2:]
+            # file://localhost/x or file:///x
+            if not rest.startswith("/"):
+                rest = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+        return unquote(rest)
+    return unquote(uri)
+
+
+def resolve(root: str, uri: str) -> str:
+    """The local path of a log path ``uri`` relative to ``root`` (or absolute)."""
+    if uri.startswith("file:") or uri.startswith("/"):
+        return uri_to_local_path(uri)
+    if "://" in uri.split("/", 1)[0]:
+        raise ValueError(f"non-local path {uri!r} is not supported by the local store")
+    return posixpath.join(root, unquote(uri))
+
+
+def normalize_table_root(path: str) -> str:
+    """An absolute, normalized local table root (``file:`` URIs accepted)."""
+    local = uri_to_local_path(path) if path.startswith("file:") else path
+    return os.path.abspath(os.path.expanduser(local)).rstrip("/") or "/"

@@ -1,0 +1,162 @@
+"""Table schemas: the Spark-JSON schema of ``metaData.schemaString`` (PROTOCOL.md "Schema
+Serialization Format") as a typed tree, convertible to Arrow (here) and to Spark (in the Spark
+layer, which parses the same JSON with ``StructType.fromJson``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
+
+PRIMITIVE_NAMES = frozenset({
+    "string", "long", "integer", "short", "byte", "float", "double", "boolean", "binary",
+    "date", "timestamp", "timestamp_ntz", "void", "variant",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class PrimitiveType:
+    """A primitive type by its Spark JSON name (``long``, ``timestamp_ntz``, ``variant``, ...)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DecimalType:
+    """``decimal(precision, scale)``."""
+
+    precision: int
+    scale: int
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayType:
+    element_type: DataType
+    contains_null: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class MapType:
+    key_type: DataType
+    value_type: DataType
+    value_contains_null: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class StructField:
+    name: str
+    type: DataType
+    nullable: bool = True
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def physical_name(self) -> str:
+        """The column-mapping physical name, or the logical name without mapping."""
+        return str(self.metadata.get("delta.columnMapping.physicalName", self.name))
+
+
+@dataclass(frozen=True, slots=True)
+class StructType:
+    fields: tuple[StructField, ...] = ()
+
+    def field(self, name: str) -> StructField:
+        """The field called ``name`` (case-insensitive, as Spark resolves columns)."""
+        for f in self.fields:
+            if f.name.lower() == name.lower():
+                return f
+        raise KeyError(name)
+
+    @property
+    def names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+    def to_json(self) -> str:
+        return json.dumps(_type_to_json(self), separators=(",", ":"))
+
+    def to_arrow(self) -> pa.Schema:
+        """The Arrow schema with logical names."""
+        return pa.schema([pa.field(f.name, to_arrow(f.type), f.nullable) for f in self.fields])
+
+
+DataType = PrimitiveType | DecimalType | ArrayType | MapType | StructType
+
+
+def parse_schema(schema_string: str) -> StructType:
+    """Parse ``metaData.schemaString``.
+
+    Raises:
+        ValueError: the string is not a Spark struct schema.
+    """
+    obj = json.loads(schema_string)
+    t = _type_from_json(obj)
+    if not isinstance(t, StructType):
+        raise ValueError("a table schema must be a struct")
+    return t
+
+
+def _type_from_json(obj: Any) -> DataType:
+    if isinstance(obj, str):
+        if m := _DECIMAL.match(obj):
+            return DecimalType(int(m.group(1)), int(m.group(2)))
+        if obj == "decimal":
+            return DecimalType(10, 0)
+        if obj in PRIMITIVE_NAMES:
+            return PrimitiveType(obj)
+        raise ValueError(f"unknown type {obj!r}")
+    kind = obj.get("type")
+    if kind == "struct":
+        return StructType(tuple(
+            StructField(f["name"], _type_from_json(f["type"]), bool(f.get("nullable", True)),
+                        dict(f.get("metadata") or {}))
+            for f in obj.get("fields", [])))
+    if kind == "array":
+        return ArrayType(_type_from_json(obj["elementType"]), bool(obj.get("containsNull", True)))
+    if kind == "map":
+        return MapType(_type_from_json(obj["keyType"]), _type_from_json(obj["valueType"]),
+                       bool(obj.get("valueContainsNull", True)))
+    raise ValueError(f"unknown type {obj!r}")
+
+
+def _type_to_json(t: DataType) -> Any:
+    if isinstance(t, PrimitiveType):
+        return t.name
+    if isinstance(t, DecimalType):
+        return f"decimal({t.precision},{t.scale})"
+    if isinstance(t, ArrayType):
+        return {"type": "array", "elementType": _type_to_json(t.element_type),
+                "containsNull": t.contains_null}
+    if isinstance(t, MapType):
+        return {"type": "map", "keyType": _type_to_json(t.key_type),
+                "valueType": _type_to_json(t.value_type), "valueContainsNull": t.value_contains_null}
+    return {"type": "struct", "fields": [
+        {"name": f.name, "type": _type_to_json(f.type), "nullable": f.nullable, "metadata": f.metadata}
+        for f in t.fields]}
+
+
+_ARROW_PRIMITIVES: dict[str, pa.DataType] = {
+    "string": pa.string(), "long": pa.int64(), "integer": pa.int32(), "short": pa.int16(),
+    "byte": pa.int8(), "float": pa.float32(), "double": pa.float64(), "boolean": pa.bool_(),
+    "binary": pa.binary(), "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestamp_ntz": pa.timestamp("us"), "void": pa.null(),
+    "variant": pa.struct([pa.field("value", pa.binary(), False),
+                          pa.field("metadata", pa.binary(), False)]),
+}
+
+
+def to_arrow(t: DataType) -> pa.DataType:
+    """The Arrow type Spark's Arrow conversion uses for a Delta type."""
+    if isinstance(t, PrimitiveType):
+        return _ARROW_PRIMITIVES[t.name]
+    if isinstance(t, DecimalType):
+        return pa.decimal128(t.precision, t.scale)
+    if isinstance(t, ArrayType):
+        return pa.list_(pa.field("element", to_arrow(t.element_type), t.contains_null))
+    if isinstance(t, MapType):
+        return pa.map_(to_arrow(t.key_type), pa.field("value", to_arrow(t.value_type),
+                                                       t.value_contains_null))
+    return pa.struct([pa.field(f.name, to_arrow(f.type), f.nullable) for f in t.fields])

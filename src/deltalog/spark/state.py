@@ -1,0 +1,155 @@
+"""State reconstruction on Spark (reference ``Snapshot.stateReconstruction``).
+
+The checkpoint and the commits after it become one DataFrame of log rows tagged with their
+version; it is repartitioned by canonical file path into ``snapshot_partitions`` partitions (all
+non-file actions share the null key and so one partition), sorted by version within each, and
+every partition is replayed by :class:`~deltalog.log.replay.InMemoryLogReplay` inside
+``mapInArrow``. Because every action on a path lands in one partition, per-partition replays
+are independent and their union is the table state. The result is persisted until the snapshot
+is replaced.
+
+Only DataFrame APIs are used, so this runs on classic and Spark Connect sessions alike.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from deltalog.actions import ADD_SCHEMA, REMOVE_SCHEMA, REPLAY_SCHEMA
+from deltalog.fields import conform_table
+from deltalog.log.reader import checkpoint_sidecar_paths
+from deltalog.log.replay import InMemoryLogReplay
+from deltalog.spark.log_schema import REPLAY_LOG_SCHEMA, log_schema
+from deltalog.spark.session import conf_get, ensure_no_listing_job, reader, to_arrow
+
+if TYPE_CHECKING:
+    from deltalog.log.segment import LogSegment
+    from deltalog.storage.base import LogStore
+
+SNAPSHOT_PARTITIONS_KEY = "spark.databricks.delta.snapshotPartitions"
+DEFAULT_SNAPSHOT_PARTITIONS = 50
+VERSION_COLUMN = "version"
+
+
+class SparkState:
+    """The file state of one segment, reconstructed lazily on Spark and cached.
+
+    Attributes:
+        min_file_retention_timestamp: tombstone expiry (set by the snapshot once metadata is known).
+    """
+
+    def __init__(self, spark: Any, table_root: str, segment: LogSegment, store: LogStore,
+                 snapshot_partitions: int | None = None) -> None:
+        self.spark = spark
+        self.store = store
+        self.table_root = table_root
+        self.segment = segment
+        self.snapshot_partitions = snapshot_partitions or int(conf_get(
+            spark, SNAPSHOT_PARTITIONS_KEY, str(DEFAULT_SNAPSHOT_PARTITIONS)))
+        self.min_file_retention_timestamp: int | None = None
+        self._df: Any = None
+
+    @property
+    def dataframe(self) -> Any:
+        """The reconstructed state as log rows (cached on first use)."""
+        if self._df is None:
+            sidecars = [] if self.segment.checkpoint is None else checkpoint_sidecar_paths(
+                self.store, self.segment.checkpoint, table=self.table_root)
+            self._df = reconstruct(self.spark, self.segment, sidecars, self.snapshot_partitions,
+                                   self.min_file_retention_timestamp)
+        return self._df
+
+    def active_files(self) -> pa.Table:
+        from pyspark.sql import functions as F
+
+        df = self.dataframe.where(F.col("add").isNotNull()).select("add.*")
+        return conform_table(to_arrow(df), pa.schema(list(ADD_SCHEMA)))
+
+    def tombstones(self) -> pa.Table:
+        from pyspark.sql import functions as F
+
+        df = self.dataframe.where(F.col("remove").isNotNull()).select("remove.*")
+        return conform_table(to_arrow(df), pa.schema(list(REMOVE_SCHEMA)))
+
+    def uncache(self) -> None:
+        if self._df is not None:
+            self._df.unpersist()
+            self._df = None
+
+
+def reconstruct(spark: Any, segment: LogSegment, sidecars: list[str], num_partitions: int,
+                min_file_retention_timestamp: int | None) -> Any:
+    """The state DataFrame of ``segment`` (:data:`REPLAY_LOG_SCHEMA` rows), persisted."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    actions = load_actions(spark, segment, sidecars)
+    path = F.coalesce(F.col("add.path"), F.col("remove.path"))
+    canonical = F.regexp_replace(F.regexp_replace(path, "^file:///", "file:/"), "^/", "file:/")
+    replay = functools.partial(replay_partition,
+                               min_file_retention_timestamp=min_file_retention_timestamp)
+    state = (actions.repartition(num_partitions, canonical)
+             .sortWithinPartitions(VERSION_COLUMN)
+             .mapInArrow(replay, REPLAY_LOG_SCHEMA))
+    return state.persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def load_actions(spark: Any, segment: LogSegment, sidecars: list[str]) -> Any:
+    """Checkpoint rows (with ``sidecars``) and commit rows of ``segment`` as one DataFrame with a
+    version column."""
+    from pyspark.sql import functions as F
+
+    ensure_no_listing_job(spark)
+    frames = []
+    if segment.checkpoint is not None:
+        cp = segment.checkpoint
+        paths = [f.path for f in cp.files if f.name.endswith(".parquet")]
+        json_paths = [f.path for f in cp.files if f.name.endswith(".json")]
+        paths += sidecars
+        if paths:
+            frames.append(reader(spark).schema(REPLAY_LOG_SCHEMA).parquet(*paths)
+                          .withColumn(VERSION_COLUMN, F.lit(cp.version).cast("long")))
+        if json_paths:
+            frames.append(_read_json(spark, json_paths, F.lit(cp.version).cast("long")))
+    if segment.commits:
+        version = F.regexp_extract(F.col("_metadata.file_name"), r"^(\d+)\.json$", 1).cast("long")
+        frames.append(_read_json(spark, [c.path for c in segment.commits], version))
+    if not frames:
+        return spark.createDataFrame([], log_schema(REPLAY_SCHEMA.names)).withColumn(
+            VERSION_COLUMN, F.lit(0).cast("long"))
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    # Only file actions and the non-file actions replay needs; drop rows with neither.
+    keep = F.lit(False)
+    for key in REPLAY_SCHEMA.names:
+        keep = keep | F.col(key).isNotNull()
+    return out.where(keep)
+
+
+def replay_partition(batches: Iterator[pa.RecordBatch], *,
+                     min_file_retention_timestamp: int | None) -> Iterator[pa.RecordBatch]:
+    """Replay one path-partition (rows sorted by version) and emit its state as log rows.
+
+    Runs on executors: a top-level function so it pickles.
+    """
+    tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+    if not tables:
+        return
+    rows = pa.concat_tables(tables).drop_columns([VERSION_COLUMN])
+    replay = InMemoryLogReplay(min_file_retention_timestamp)
+    # As in the reference, one partition is appended as a single "version": the rows are already
+    # in version order, and within a valid commit no key has two actions.
+    replay.append(0, rows)
+    state = replay.checkpoint().select(REPLAY_SCHEMA.names)
+    yield from state.to_batches(max_chunksize=10_000)
+
+
+def _read_json(spark: Any, paths: list[str], version: Any) -> Any:
+    # FAILFAST: a corrupt line must fail the job, never become a row of nulls.
+    return (reader(spark).schema(REPLAY_LOG_SCHEMA).option("mode", "FAILFAST").json(paths)
+            .select(*REPLAY_SCHEMA.names, version.alias(VERSION_COLUMN)))

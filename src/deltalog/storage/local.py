@@ -1,0 +1,60 @@
+"""Local file system storage.
+
+``write_if_absent`` writes a hidden temp file beside the target, fsyncs it, then ``os.link``s it
+into place: link fails with ``FileExistsError`` when the name is taken, and the linked file is
+complete, so a reader never sees a partial commit (``os.rename`` would silently overwrite).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+
+from deltalog.storage.base import FileInfo
+
+
+class LocalLogStore:
+    """:class:`~deltalog.storage.base.LogStore` over the local file system."""
+
+    def list_from(self, directory: str, start_name: str) -> list[FileInfo]:
+        out: list[FileInfo] = []
+        with os.scandir(directory) as it:
+            for entry in it:
+                name = entry.name
+                if name.startswith(".") or name < start_name:
+                    continue
+                try:
+                    if not entry.is_file():
+                        continue
+                    st = entry.stat()
+                except FileNotFoundError:  # deleted while listing
+                    continue
+                out.append(FileInfo(entry.path, st.st_size, st.st_mtime_ns // 1_000_000))
+        out.sort(key=lambda f: f.name)
+        return out
+
+    def read(self, path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    def write_if_absent(self, path: str, data: bytes) -> None:
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def delete(self, path: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
