@@ -364,31 +364,47 @@ class CommitInfo(Action):
 
 
 ACTION_CLASSES: tuple[type[Action], ...] = (
-    SetTransaction, AddFile, RemoveFile, Metadata, Protocol, AddCDCFile, CommitInfo,
-    DomainMetadata, CheckpointMetadata, Sidecar,
+    SetTransaction,
+    AddFile,
+    RemoveFile,
+    Metadata,
+    Protocol,
+    AddCDCFile,
+    CommitInfo,
+    DomainMetadata,
+    CheckpointMetadata,
+    Sidecar,
 )
 ACTIONS_BY_KEY: dict[str, type[Action]] = {c.ACTION_KEY: c for c in ACTION_CLASSES}
 
 # The SingleAction layout of the log: one nullable struct column per action type. Order follows
 # the reference's logSchema, newer actions last.
 LOG_SCHEMA: pa.Schema = pa.schema(
-    [pa.field(c.ACTION_KEY, arrow_struct(c.FIELDS)) for c in ACTION_CLASSES])
+    [pa.field(c.ACTION_KEY, arrow_struct(c.FIELDS)) for c in ACTION_CLASSES]
+)
 
 # What replay needs: everything but commitInfo and cdc (commitInfo's free-form maps do not fit a
 # fixed schema, and neither ever contributes to snapshot state).
 REPLAY_ACTION_KEYS: tuple[str, ...] = (
-    "txn", "add", "remove", "metaData", "protocol", "domainMetadata")
+    "txn",
+    "add",
+    "remove",
+    "metaData",
+    "protocol",
+    "domainMetadata",
+)
 REPLAY_SCHEMA: pa.Schema = pa.schema([LOG_SCHEMA.field(k) for k in REPLAY_ACTION_KEYS])
 ADD_SCHEMA: pa.StructType = LOG_SCHEMA.field("add").type
 REMOVE_SCHEMA: pa.StructType = LOG_SCHEMA.field("remove").type
 
 
-def action_from_dict(key: str, value: dict[str, Any]) -> Action | None:
+def action_from_dict(key: str, value: dict[str, Any] | None) -> Action | None:
     """Decode one single-action entry; ``None`` for an action type this version does not know."""
     cls = ACTIONS_BY_KEY.get(key)
     if cls is None or value is None:
         return None
-    return _from_dict(cls, value)  # type: ignore[no-any-return]
+    action: Action = _from_dict(cls, value)
+    return action
 
 
 def action_from_json(line: str) -> Action | None:
@@ -400,7 +416,7 @@ def action_from_json(line: str) -> Action | None:
     obj = json.loads(line)
     if not isinstance(obj, dict) or len(obj) != 1:
         raise ValueError("a log line must be a JSON object with exactly one action key")
-    (key, value), = obj.items()
+    ((key, value),) = obj.items()
     if value is not None and not isinstance(value, dict):
         raise ValueError(f"action {key!r} must be a JSON object")
     return action_from_dict(key, value)

@@ -20,7 +20,13 @@ from typing import Any, ClassVar, Literal
 
 from deltalog import errors
 from deltalog.actions import CommitInfo
-from deltalog.log.filenames import LAST_CHECKPOINT, LOG_DIR, LogFileKind, parse_log_file, version_prefix
+from deltalog.log.filenames import (
+    LAST_CHECKPOINT,
+    LOG_DIR,
+    LogFileKind,
+    parse_log_file,
+    version_prefix,
+)
 from deltalog.log.history import CommitRecord, commit_timestamps, version_at_timestamp
 from deltalog.log.last_checkpoint import LastCheckpointInfo, parse_last_checkpoint
 from deltalog.log.reader import NON_FILE_KEYS, parse_commit, read_checkpoint, read_commit_info
@@ -55,8 +61,14 @@ class DeltaLog:
     _instances: ClassVar[dict[str, DeltaLog]] = {}
     _instances_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, table_root: str, *, store: LogStore | None = None, spark: Any = None,
-                 engine: Engine = "auto") -> None:
+    def __init__(
+        self,
+        table_root: str,
+        *,
+        store: LogStore | None = None,
+        spark: Any = None,
+        engine: Engine = "auto",
+    ) -> None:
         if engine not in ("auto", "driver", "spark"):
             raise errors.invalid_argument(f"engine must be auto, driver or spark, not {engine!r}")
         if engine == "spark" and spark is None:
@@ -76,8 +88,9 @@ class DeltaLog:
     # -- construction -----------------------------------------------------------------------
 
     @classmethod
-    def for_table(cls, path: str, *, store: LogStore | None = None, spark: Any = None,
-                  engine: Engine = "auto") -> DeltaLog:
+    def for_table(
+        cls, path: str, *, store: LogStore | None = None, spark: Any = None, engine: Engine = "auto"
+    ) -> DeltaLog:
         """The ``DeltaLog`` of the table at ``path`` (one cached instance per path and engine).
 
         A path that holds no table yet gives a log whose :meth:`update` raises
@@ -148,8 +161,11 @@ class DeltaLog:
         """
         if not isinstance(version, int) or isinstance(version, bool):
             raise errors.invalid_argument(f"version must be an integer, not {version!r}")
-        current = self._snapshot if self._snapshot is not None and self._snapshot.version >= version \
+        current = (
+            self._snapshot
+            if self._snapshot is not None and self._snapshot.version >= version
             else self.update()
+        )
         if current.version == version:
             return current
         if version < 0 or version > current.version:
@@ -161,20 +177,28 @@ class DeltaLog:
             earliest = self._earliest_recreatable_version()
             if version < earliest:
                 raise errors.version_not_found(
-                    self.table_root, version, earliest, current.version) from None
+                    self.table_root, version, earliest, current.version
+                ) from None
             raise
         if segment is None:
             raise errors.version_not_found(self.table_root, version, 0, current.version)
         return self._create_snapshot(segment, previous=None)
 
-    def get_snapshot_at_timestamp(self, timestamp_ms: int, *,
-                                  can_return_last_commit: bool = False) -> Snapshot:
+    def get_snapshot_at_timestamp(
+        self, timestamp_ms: int, *, can_return_last_commit: bool = False
+    ) -> Snapshot:
         """The snapshot of the newest version committed at or before ``timestamp_ms``."""
-        return self.get_snapshot_at(self.version_at_timestamp(
-            timestamp_ms, can_return_last_commit=can_return_last_commit))
+        return self.get_snapshot_at(
+            self.version_at_timestamp(timestamp_ms, can_return_last_commit=can_return_last_commit)
+        )
 
-    def version_at_timestamp(self, timestamp_ms: int, *, can_return_last_commit: bool = False,
-                             can_return_earliest_commit: bool = False) -> int:
+    def version_at_timestamp(
+        self,
+        timestamp_ms: int,
+        *,
+        can_return_last_commit: bool = False,
+        can_return_earliest_commit: bool = False,
+    ) -> int:
         """The newest recreatable version committed at or before ``timestamp_ms``.
 
         Raises:
@@ -182,9 +206,13 @@ class DeltaLog:
         """
         records = self._commit_records(recreatable_only=True)
         return version_at_timestamp(
-            self.table_root, [r.version for r in records], [r.timestamp for r in records],
-            timestamp_ms, can_return_last_commit=can_return_last_commit,
-            can_return_earliest_commit=can_return_earliest_commit)
+            self.table_root,
+            [r.version for r in records],
+            [r.timestamp for r in records],
+            timestamp_ms,
+            can_return_last_commit=can_return_last_commit,
+            can_return_earliest_commit=can_return_earliest_commit,
+        )
 
     def history(self, limit: int | None = None) -> list[CommitRecord]:
         """Commits newest first, with effective timestamps and their ``commitInfo``."""
@@ -199,8 +227,12 @@ class DeltaLog:
             old = self._snapshot
             if old is not None and old is not new:
                 if old.metadata.id != new.metadata.id:
-                    log.warning("Change in the table id detected for %s: %s -> %s",
-                                self.table_root, old.metadata.id, new.metadata.id)
+                    log.warning(
+                        "Change in the table id detected for %s: %s -> %s",
+                        self.table_root,
+                        old.metadata.id,
+                        new.metadata.id,
+                    )
                 old.uncache()
             self._snapshot = new
 
@@ -208,8 +240,11 @@ class DeltaLog:
 
     def _load_initial(self) -> Snapshot | None:
         hint = self._read_last_checkpoint()
-        log.info("Loading version latest%s of %s",
-                 f" starting from checkpoint version {hint.version}" if hint else "", self.table_root)
+        log.info(
+            "Loading version latest%s of %s",
+            f" starting from checkpoint version {hint.version}" if hint else "",
+            self.table_root,
+        )
         segment = self._build_segment(None, hint=hint)
         self._last_update_ms = _now_ms()
         if segment is None:
@@ -233,8 +268,13 @@ class DeltaLog:
         self.replace_snapshot(new)
         return new
 
-    def _build_segment(self, version: int | None, *, hint: LastCheckpointInfo | None = None,
-                       start: int | None = None) -> LogSegment | None:
+    def _build_segment(
+        self,
+        version: int | None,
+        *,
+        hint: LastCheckpointInfo | None = None,
+        start: int | None = None,
+    ) -> LogSegment | None:
         """List the log (from a checkpoint hint when there is one) and choose the segment; on a
         hint that turns out unusable, list again from version 0 as the reference does."""
         if start is None and hint is None:
@@ -247,16 +287,18 @@ class DeltaLog:
         if listing is None:
             return None
         try:
-            segment = build_log_segment(self.table_root, self.log_root, listing, version,
-                                        expected_checkpoint=expected)
+            segment = build_log_segment(
+                self.table_root, self.log_root, listing, version, expected_checkpoint=expected
+            )
         except errors.InvalidTableError:
             if start == 0:
                 raise
             segment = None  # the hinted checkpoint is unusable: fall back to the whole log
         if segment is None and start > 0:
             listing = self._list(0) or []
-            segment = build_log_segment(self.table_root, self.log_root, listing, version,
-                                        expected_checkpoint=expected)
+            segment = build_log_segment(
+                self.table_root, self.log_root, listing, version, expected_checkpoint=expected
+            )
         return segment
 
     def _list(self, start: int) -> list[FileInfo] | None:
@@ -272,8 +314,9 @@ class DeltaLog:
             return None
         info = parse_last_checkpoint(data)
         if info is None:
-            log.warning("Ignoring unreadable %s/%s; listing the log instead", self.log_root,
-                        LAST_CHECKPOINT)
+            log.warning(
+                "Ignoring unreadable %s/%s; listing the log instead", self.log_root, LAST_CHECKPOINT
+            )
         return info
 
     # -- internals: snapshot creation -------------------------------------------------------
@@ -285,8 +328,11 @@ class DeltaLog:
             try:
                 return self._create_snapshot_once(segment, previous)
             except errors.InvalidTableError as e:
-                if e.error_class not in ("DELTA_CORRUPT_CHECKPOINT", "DELTA_CHECKPOINT_FILE_NOT_FOUND") \
-                        or segment.checkpoint is None:
+                if (
+                    e.error_class
+                    not in ("DELTA_CORRUPT_CHECKPOINT", "DELTA_CHECKPOINT_FILE_NOT_FOUND")
+                    or segment.checkpoint is None
+                ):
                     raise
                 first_error = first_error or e
                 older = self._segment_below_checkpoint(segment)
@@ -299,9 +345,15 @@ class DeltaLog:
     def _segment_below_checkpoint(self, segment: LogSegment) -> LogSegment | None:
         assert segment.checkpoint is not None
         bad = segment.checkpoint.version
-        listing = [f for f in self._list(0) or []
-                   if not ((lf := parse_log_file(f)) is not None and lf.kind is LogFileKind.CHECKPOINT
-                           and lf.version >= bad)]
+        listing = [
+            f
+            for f in self._list(0) or []
+            if not (
+                (lf := parse_log_file(f)) is not None
+                and lf.kind is LogFileKind.CHECKPOINT
+                and lf.version >= bad
+            )
+        ]
         try:
             return build_log_segment(self.table_root, self.log_root, listing, segment.version)
         except errors.DeltaError:
@@ -310,8 +362,11 @@ class DeltaLog:
     def _create_snapshot_once(self, segment: LogSegment, previous: Snapshot | None) -> Snapshot:
         engine = self._choose_engine(segment)
         files = engine == "driver"
-        reuse = (previous is not None and previous.engine == engine == "driver"
-                 and segment.checkpoint_version <= previous.version < segment.version)
+        reuse = (
+            previous is not None
+            and previous.engine == engine == "driver"
+            and segment.checkpoint_version <= previous.version < segment.version
+        )
         if reuse:
             assert previous is not None
             replay = previous._replay.copy()
@@ -321,15 +376,20 @@ class DeltaLog:
             commits = list(segment.commits)
             if segment.checkpoint is not None:
                 keys = None if files else NON_FILE_KEYS
-                rows = read_checkpoint(self.store, segment.checkpoint, table=self.table_root,
-                                       **({} if keys is None else {"keys": keys}))
+                rows = read_checkpoint(
+                    self.store,
+                    segment.checkpoint,
+                    table=self.table_root,
+                    **({} if keys is None else {"keys": keys}),
+                )
                 replay.append(segment.checkpoint.version, rows)
         last_info: CommitInfo | None = None
         for c in commits:
             data = self.store.read(c.path)
             if not files:
-                data = b"\n".join(line for line in data.split(b"\n")
-                                  if not _FILE_ACTION_LINE.match(line))
+                data = b"\n".join(
+                    line for line in data.split(b"\n") if not _FILE_ACTION_LINE.match(line)
+                )
             parsed = parse_commit(data, c.version, table=self.table_root, file=c.path)
             replay.append(c.version, parsed.rows)
             last_info = parsed.commit_info
@@ -340,8 +400,14 @@ class DeltaLog:
             from deltalog.spark.state import SparkState
 
             spark_state = SparkState(self.spark, self.table_root, segment, self.store)
-        snapshot = Snapshot(self.table_root, segment, replay, engine=engine,
-                            last_commit_info=last_info, spark_state=spark_state)
+        snapshot = Snapshot(
+            self.table_root,
+            segment,
+            replay,
+            engine=engine,
+            last_commit_info=last_info,
+            spark_state=spark_state,
+        )
         if spark_state is not None:
             spark_state.min_file_retention_timestamp = replay.min_file_retention_timestamp
         return snapshot
@@ -355,16 +421,19 @@ class DeltaLog:
 
     # -- internals: history -----------------------------------------------------------------
 
-    def _commit_records(self, *, recreatable_only: bool,
-                        with_commit_info: bool = False) -> list[CommitRecord]:
+    def _commit_records(
+        self, *, recreatable_only: bool, with_commit_info: bool = False
+    ) -> list[CommitRecord]:
         listing = self._list(0) or []
         files = [lf for f in listing if (lf := parse_log_file(f)) is not None]
-        commits = sorted((f for f in files if f.kind is LogFileKind.COMMIT), key=lambda f: f.version)
+        commits = sorted(
+            (f for f in files if f.kind is LogFileKind.COMMIT), key=lambda f: f.version
+        )
         # Only the contiguous run ending at the latest commit is history we can speak for.
         start = len(commits) - 1
         while start > 0 and commits[start - 1].version == commits[start].version - 1:
             start -= 1
-        commits = commits[max(start, 0):]
+        commits = commits[max(start, 0) :]
         if recreatable_only and commits:
             earliest = self._earliest_recreatable_version(files)
             commits = [c for c in commits if c.version >= earliest]
@@ -380,8 +449,10 @@ class DeltaLog:
             return ci.in_commit_timestamp if ci is not None else None
 
         timestamps = commit_timestamps(commits, ict_of)
-        return [CommitRecord(c.version, ts, info(c) if with_commit_info else infos.get(c.version))
-                for c, ts in zip(commits, timestamps, strict=True)]
+        return [
+            CommitRecord(c.version, ts, info(c) if with_commit_info else infos.get(c.version))
+            for c, ts in zip(commits, timestamps, strict=True)
+        ]
 
     def _earliest_recreatable_version(self, files: list[Any] | None = None) -> int:
         if files is None:
@@ -392,7 +463,8 @@ class DeltaLog:
         from deltalog.log.segment import complete_checkpoints
 
         for cp in complete_checkpoints(files):
-            if cp.version in commits or cp.version + 1 in commits:
+            # A checkpoint starts a replay when the commits after it are there (or none follow).
+            if cp.version + 1 in commits or not any(v > cp.version for v in commits):
                 return cp.version
         if not commits:
             raise errors.table_not_found(self.table_root, "no commits in _delta_log")

@@ -7,24 +7,33 @@ from deltalog.actions import Protocol
 
 # Features implied by legacy protocol versions (no feature lists): name -> (min reader, min writer).
 LEGACY_FEATURES: dict[str, tuple[int, int]] = {
-    "appendOnly": (1, 2), "invariants": (1, 2), "checkConstraints": (1, 3),
-    "changeDataFeed": (1, 4), "generatedColumns": (1, 4), "columnMapping": (2, 5),
+    "appendOnly": (1, 2),
+    "invariants": (1, 2),
+    "checkConstraints": (1, 3),
+    "changeDataFeed": (1, 4),
+    "generatedColumns": (1, 4),
+    "columnMapping": (2, 5),
     "identityColumns": (1, 6),
 }
 
 # Reader features deltalog reads correctly. Each one changes how a reader must interpret the log
 # or the data; anything outside this set is refused before any data is read.
-SUPPORTED_READER_FEATURES = frozenset({
-    "columnMapping",
-    "deletionVectors",
-    "timestampNtz",
-    "v2Checkpoint",
-    "vacuumProtocolCheck",  # no read semantics: only guards vacuum
-    "typeWidening",
-    "typeWidening-preview",  # reads use the current (widened) type
-    "variantType",
-    "variantType-preview",
-})
+SUPPORTED_READER_FEATURES = frozenset(
+    {
+        "columnMapping",
+        "deletionVectors",
+        "timestampNtz",
+        "v2Checkpoint",
+        "vacuumProtocolCheck",  # no read semantics: only guards vacuum
+        "typeWidening",
+        "typeWidening-preview",  # reads use the current (widened) type
+        "variantType",
+        "variantType-preview",
+        # Data is read by Spark's parquet reader, which rebuilds shredded variants (Spark >= 4.0).
+        "variantShredding",
+        "variantShredding-preview",
+    }
+)
 
 SUPPORTED_READER_VERSIONS = frozenset({1, 2, 3})
 
@@ -43,8 +52,11 @@ def writer_features(protocol: Protocol) -> frozenset[str]:
     if protocol.min_writer_version >= 7:
         listed = set(protocol.writer_features or ())
         return frozenset(listed | set(reader_features(protocol)))
-    return frozenset(name for name, (r, w) in LEGACY_FEATURES.items()
-                     if r <= protocol.min_reader_version and w <= protocol.min_writer_version)
+    return frozenset(
+        name
+        for name, (r, w) in LEGACY_FEATURES.items()
+        if r <= protocol.min_reader_version and w <= protocol.min_writer_version
+    )
 
 
 def is_feature_supported(protocol: Protocol, name: str) -> bool:

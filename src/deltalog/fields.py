@@ -121,7 +121,8 @@ def conform_array(array: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.
             else:
                 children.append(pa.nulls(len(array), tf.type))
         return pa.StructArray.from_arrays(
-            children, fields=list(target), mask=array.is_null() if array.null_count else None)
+            children, fields=list(target), mask=array.is_null() if array.null_count else None
+        )
     if pa.types.is_null(array.type):
         return pa.nulls(len(array), target)
     return array.cast(target)

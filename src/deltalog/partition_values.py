@@ -59,6 +59,6 @@ def _parse_datetime(raw: str) -> dt.datetime:
     if "." in s:
         head, frac = s.split(".", 1)
         digits = "".join(ch for ch in frac if ch.isdigit())
-        rest = frac[len(digits):]
+        rest = frac[len(digits) :]
         s = f"{head}.{(digits + '000000')[:6]}{rest}"
     return dt.datetime.fromisoformat(s)

@@ -10,7 +10,7 @@ from urllib.parse import unquote
 def uri_to_local_path(uri: str) -> str:
     """A local path from ``file:/x``, ``file:///x`` or a bare absolute path, decoded once."""
     if uri.startswith("file:"):
-        rest = uri[len("file:"):]
+        rest = uri[len("file:") :]
         if rest.startswith("//"):
             rest = rest[2:]
             # file://localhost/x or file:///x
@@ -22,7 +22,7 @@ def uri_to_local_path(uri: str) -> str:
 
 def resolve(root: str, uri: str) -> str:
     """The local path of a log path ``uri`` relative to ``root`` (or absolute)."""
-    if uri.startswith("file:") or uri.startswith("/"):
+    if uri.startswith(("file:", "/")):
         return uri_to_local_path(uri)
     if "://" in uri.split("/", 1)[0]:
         raise ValueError(f"non-local path {uri!r} is not supported by the local store")

@@ -13,10 +13,24 @@ import pyarrow as pa
 
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
 
-PRIMITIVE_NAMES = frozenset({
-    "string", "long", "integer", "short", "byte", "float", "double", "boolean", "binary",
-    "date", "timestamp", "timestamp_ntz", "void", "variant",
-})
+PRIMITIVE_NAMES = frozenset(
+    {
+        "string",
+        "long",
+        "integer",
+        "short",
+        "byte",
+        "float",
+        "double",
+        "boolean",
+        "binary",
+        "date",
+        "timestamp",
+        "timestamp_ntz",
+        "void",
+        "variant",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,15 +124,25 @@ def _type_from_json(obj: Any) -> DataType:
         raise ValueError(f"unknown type {obj!r}")
     kind = obj.get("type")
     if kind == "struct":
-        return StructType(tuple(
-            StructField(f["name"], _type_from_json(f["type"]), bool(f.get("nullable", True)),
-                        dict(f.get("metadata") or {}))
-            for f in obj.get("fields", [])))
+        return StructType(
+            tuple(
+                StructField(
+                    f["name"],
+                    _type_from_json(f["type"]),
+                    bool(f.get("nullable", True)),
+                    dict(f.get("metadata") or {}),
+                )
+                for f in obj.get("fields", [])
+            )
+        )
     if kind == "array":
         return ArrayType(_type_from_json(obj["elementType"]), bool(obj.get("containsNull", True)))
     if kind == "map":
-        return MapType(_type_from_json(obj["keyType"]), _type_from_json(obj["valueType"]),
-                       bool(obj.get("valueContainsNull", True)))
+        return MapType(
+            _type_from_json(obj["keyType"]),
+            _type_from_json(obj["valueType"]),
+            bool(obj.get("valueContainsNull", True)),
+        )
     raise ValueError(f"unknown type {obj!r}")
 
 
@@ -128,23 +152,49 @@ def _type_to_json(t: DataType) -> Any:
     if isinstance(t, DecimalType):
         return f"decimal({t.precision},{t.scale})"
     if isinstance(t, ArrayType):
-        return {"type": "array", "elementType": _type_to_json(t.element_type),
-                "containsNull": t.contains_null}
+        return {
+            "type": "array",
+            "elementType": _type_to_json(t.element_type),
+            "containsNull": t.contains_null,
+        }
     if isinstance(t, MapType):
-        return {"type": "map", "keyType": _type_to_json(t.key_type),
-                "valueType": _type_to_json(t.value_type), "valueContainsNull": t.value_contains_null}
-    return {"type": "struct", "fields": [
-        {"name": f.name, "type": _type_to_json(f.type), "nullable": f.nullable, "metadata": f.metadata}
-        for f in t.fields]}
+        return {
+            "type": "map",
+            "keyType": _type_to_json(t.key_type),
+            "valueType": _type_to_json(t.value_type),
+            "valueContainsNull": t.value_contains_null,
+        }
+    return {
+        "type": "struct",
+        "fields": [
+            {
+                "name": f.name,
+                "type": _type_to_json(f.type),
+                "nullable": f.nullable,
+                "metadata": f.metadata,
+            }
+            for f in t.fields
+        ],
+    }
 
 
 _ARROW_PRIMITIVES: dict[str, pa.DataType] = {
-    "string": pa.string(), "long": pa.int64(), "integer": pa.int32(), "short": pa.int16(),
-    "byte": pa.int8(), "float": pa.float32(), "double": pa.float64(), "boolean": pa.bool_(),
-    "binary": pa.binary(), "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"),
-    "timestamp_ntz": pa.timestamp("us"), "void": pa.null(),
-    "variant": pa.struct([pa.field("value", pa.binary(), False),
-                          pa.field("metadata", pa.binary(), False)]),
+    "string": pa.string(),
+    "long": pa.int64(),
+    "integer": pa.int32(),
+    "short": pa.int16(),
+    "byte": pa.int8(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+    "binary": pa.binary(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestamp_ntz": pa.timestamp("us"),
+    "void": pa.null(),
+    "variant": pa.struct(
+        [pa.field("value", pa.binary(), False), pa.field("metadata", pa.binary(), False)]
+    ),
 }
 
 
@@ -157,6 +207,7 @@ def to_arrow(t: DataType) -> pa.DataType:
     if isinstance(t, ArrayType):
         return pa.list_(pa.field("element", to_arrow(t.element_type), t.contains_null))
     if isinstance(t, MapType):
-        return pa.map_(to_arrow(t.key_type), pa.field("value", to_arrow(t.value_type),
-                                                       t.value_contains_null))
+        return pa.map_(
+            to_arrow(t.key_type), pa.field("value", to_arrow(t.value_type), t.value_contains_null)
+        )
     return pa.struct([pa.field(f.name, to_arrow(f.type), f.nullable) for f in t.fields])

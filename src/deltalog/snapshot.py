@@ -31,9 +31,16 @@ class Snapshot:
     Built by :class:`deltalog.DeltaLog`; do not construct directly.
     """
 
-    def __init__(self, table_root: str, segment: LogSegment, replay: InMemoryLogReplay, *,
-                 engine: str, last_commit_info: CommitInfo | None,
-                 spark_state: Any = None) -> None:
+    def __init__(
+        self,
+        table_root: str,
+        segment: LogSegment,
+        replay: InMemoryLogReplay,
+        *,
+        engine: str,
+        last_commit_info: CommitInfo | None,
+        spark_state: Any = None,
+    ) -> None:
         self.table_root = table_root
         self.segment = segment
         self.engine = engine
@@ -47,10 +54,13 @@ class Snapshot:
         check_read_supported(replay.current_protocol, table_root)
         now = int(time.time() * 1000)
         self.properties = TableProperties(replay.current_metadata.configuration, table_root)
-        replay.min_file_retention_timestamp = now - self.properties.deleted_file_retention_duration_ms
+        replay.min_file_retention_timestamp = (
+            now - self.properties.deleted_file_retention_duration_ms
+        )
         txn_retention = self.properties.set_transaction_retention_duration_ms
         replay.min_set_transaction_retention_timestamp = (
-            None if txn_retention is None else now - txn_retention)
+            None if txn_retention is None else now - txn_retention
+        )
 
     # -- identity ---------------------------------------------------------------------------
 
@@ -79,8 +89,10 @@ class Snapshot:
 
     @property
     def in_commit_timestamps_enabled(self) -> bool:
-        return (is_feature_supported(self.protocol, "inCommitTimestamp")
-                and self.properties.enable_in_commit_timestamps)
+        return (
+            is_feature_supported(self.protocol, "inCommitTimestamp")
+            and self.properties.enable_in_commit_timestamps
+        )
 
     # -- schema -----------------------------------------------------------------------------
 
@@ -97,8 +109,10 @@ class Snapshot:
             return parse_schema(self.metadata.schema_string)
         except (ValueError, KeyError, TypeError) as e:
             raise errors.InvalidTableError(
-                "DELTA_INVALID_SCHEMA", f"the schema of version {self.version} cannot be parsed: {e}.",
-                table=self.table_root) from None
+                "DELTA_INVALID_SCHEMA",
+                f"the schema of version {self.version} cannot be parsed: {e}.",
+                table=self.table_root,
+            ) from None
 
     @property
     def partition_columns(self) -> tuple[str, ...]:
@@ -129,7 +143,7 @@ class Snapshot:
     # -- file state -------------------------------------------------------------------------
 
     def all_files_arrow(self) -> pa.Table:
-        """Live ``add`` actions, columns named as in the log (``path``, ``partitionValues``, ...)."""
+        """Live ``add`` actions, columns named as in the log (``path``, ``partitionValues``...)."""
         if self._spark_state is not None:
             return self._spark_state.active_files()
         return self._replay.active_files()
@@ -180,4 +194,6 @@ class Snapshot:
         }
 
     def __repr__(self) -> str:
-        return f"Snapshot(table={self.table_root!r}, version={self.version}, engine={self.engine!r})"
+        return (
+            f"Snapshot(table={self.table_root!r}, version={self.version}, engine={self.engine!r})"
+        )

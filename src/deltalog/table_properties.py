@@ -12,8 +12,14 @@ from collections.abc import Mapping
 from deltalog import errors
 
 MS_PER_UNIT = {
-    "nanosecond": 1e-6, "microsecond": 1e-3, "millisecond": 1, "second": 1000,
-    "minute": 60_000, "hour": 3_600_000, "day": 86_400_000, "week": 604_800_000,
+    "nanosecond": 1e-6,
+    "microsecond": 1e-3,
+    "millisecond": 1,
+    "second": 1000,
+    "minute": 60_000,
+    "hour": 3_600_000,
+    "day": 86_400_000,
+    "week": 604_800_000,
 }
 _INTERVAL_PART = re.compile(r"(-?\d+)\s*([a-z]+?)s?\b")
 
@@ -28,13 +34,13 @@ def parse_interval_ms(text: str) -> int:
     """
     s = text.strip().lower()
     if s.startswith("interval"):
-        s = s[len("interval"):].strip()
+        s = s[len("interval") :].strip()
     if not s:
         raise ValueError(f"empty interval {text!r}")
     total = 0.0
     pos = 0
     for m in _INTERVAL_PART.finditer(s):
-        if s[pos:m.start()].strip():
+        if s[pos : m.start()].strip():
             raise ValueError(f"cannot parse interval {text!r}")
         unit = m.group(2)
         if unit not in MS_PER_UNIT:
@@ -150,5 +156,8 @@ class TableProperties:
 
     def _invalid(self, key: str, value: str) -> errors.InvalidTableError:
         return errors.InvalidTableError(
-            "DELTA_INVALID_TABLE_PROPERTY", f"Table property {key} has an invalid value {value!r}.",
-            table=self._table or None, help=f"fix it with ALTER TABLE ... SET TBLPROPERTIES ({key}=...).")
+            "DELTA_INVALID_TABLE_PROPERTY",
+            f"Table property {key} has an invalid value {value!r}.",
+            table=self._table or None,
+            help=f"fix it with ALTER TABLE ... SET TBLPROPERTIES ({key}=...).",
+        )

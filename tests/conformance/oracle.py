@@ -57,8 +57,9 @@ def oracle_state(dt_table: Any, root: str) -> TableState:
     dvs = {_norm(p, root): sel for p, sel in _deletion_vectors(dt_table)}
     files = set()
     parts = adds["partition"].to_pylist() if "partition" in adds.column_names else None
-    for i, (path, size) in enumerate(zip(adds["path"].to_pylist(), adds["size_bytes"].to_pylist(),
-                                         strict=True)):
+    for i, (path, size) in enumerate(
+        zip(adds["path"].to_pylist(), adds["size_bytes"].to_pylist(), strict=True)
+    ):
         pv = parts[i] if parts is not None else {}
         values = tuple(sorted((k, _norm_value(v)) for k, v in (pv or {}).items()))
         sel = dvs.get(_norm(path, root))
@@ -90,8 +91,14 @@ def our_state(snapshot: Snapshot, *, files: pa.Table | None = None) -> TableStat
             value = parse_partition_value(raw, field.type) if field is not None else raw
             values.append((name, _norm_value(value)))
         dv = row["deletionVector"]
-        out.add(FileState(_norm(row["path"], snapshot.table_root), row["size"], tuple(sorted(values)),
-                          None if dv is None else dv["cardinality"]))
+        out.add(
+            FileState(
+                _norm(row["path"], snapshot.table_root),
+                row["size"],
+                tuple(sorted(values)),
+                None if dv is None else dv["cardinality"],
+            )
+        )
     return TableState(
         version=snapshot.version,
         min_reader_version=proto.min_reader_version,
@@ -116,12 +123,12 @@ def _norm(path: str, root: str) -> str:
     adds; either may be percent-encoded)."""
     p = path
     if p.startswith("file://"):
-        p = p[len("file://"):]
+        p = p[len("file://") :]
     elif p.startswith("file:"):
-        p = p[len("file:"):]
+        p = p[len("file:") :]
     p = unquote(p)
     prefix = root.rstrip("/") + "/"
-    return p[len(prefix):] if p.startswith(prefix) else p
+    return p[len(prefix) :] if p.startswith(prefix) else p
 
 
 def _norm_value(v: Any) -> Any:

@@ -92,8 +92,14 @@ def parse_log_file(file: FileInfo) -> LogFile | None:
         part, parts = int(m.group(2)), int(m.group(3))
         if not 1 <= part <= parts:
             return None
-        return LogFile(file, LogFileKind.CHECKPOINT, int(m.group(1)), CheckpointFormat.WITH_PARTS,
-                       part=part, num_parts=parts)
+        return LogFile(
+            file,
+            LogFileKind.CHECKPOINT,
+            int(m.group(1)),
+            CheckpointFormat.WITH_PARTS,
+            part=part,
+            num_parts=parts,
+        )
     if m := _CHECKPOINT_V2.match(name):
         return LogFile(file, LogFileKind.CHECKPOINT, int(m.group(1)), CheckpointFormat.V2)
     if m := _COMPACTION.match(name):

@@ -26,8 +26,9 @@ class CommitRecord:
     commit_info: CommitInfo | None
 
 
-def commit_timestamps(commits: Sequence[LogFile],
-                      ict_of: Callable[[LogFile], int | None]) -> list[int]:
+def commit_timestamps(
+    commits: Sequence[LogFile], ict_of: Callable[[LogFile], int | None]
+) -> list[int]:
     """Effective timestamps of ascending, contiguous ``commits`` (ICT, else monotonized mtime).
 
     ``ict_of`` returns a commit's in-commit timestamp or ``None``; it is only called from the
@@ -52,9 +53,15 @@ def commit_timestamps(commits: Sequence[LogFile],
     return out
 
 
-def version_at_timestamp(table: str, versions: Sequence[int], timestamps: Sequence[int],
-                         timestamp_ms: int, *, can_return_last_commit: bool = False,
-                         can_return_earliest_commit: bool = False) -> int:
+def version_at_timestamp(
+    table: str,
+    versions: Sequence[int],
+    timestamps: Sequence[int],
+    timestamp_ms: int,
+    *,
+    can_return_last_commit: bool = False,
+    can_return_earliest_commit: bool = False,
+) -> int:
     """The newest version committed at or before ``timestamp_ms``.
 
     Args:
@@ -77,10 +84,17 @@ def version_at_timestamp(table: str, versions: Sequence[int], timestamps: Sequen
         else:
             break
     if timestamps[chosen] > timestamp_ms and not can_return_earliest_commit:
-        raise errors.timestamp_earlier_than_retention(table, timestamp_ms, timestamps[0], versions[0])
-    if (chosen == len(versions) - 1 and timestamp_ms > timestamps[chosen]
-            and not can_return_last_commit):
-        raise errors.timestamp_greater_than_latest(table, timestamp_ms, timestamps[-1], versions[-1])
+        raise errors.timestamp_earlier_than_retention(
+            table, timestamp_ms, timestamps[0], versions[0]
+        )
+    if (
+        chosen == len(versions) - 1
+        and timestamp_ms > timestamps[chosen]
+        and not can_return_last_commit
+    ):
+        raise errors.timestamp_greater_than_latest(
+            table, timestamp_ms, timestamps[-1], versions[-1]
+        )
     return versions[chosen]
 
 
@@ -107,7 +121,8 @@ def parse_timestamp(text: str, default_tz: dt.tzinfo = dt.UTC) -> int:
     except ValueError:
         raise errors.invalid_argument(
             f"The provided timestamp {text!r} cannot be parsed; use 'yyyy-MM-dd', "
-            "'yyyy-MM-dd HH:mm:ss[.SSS][+zone]' or milliseconds since the epoch.") from None
+            "'yyyy-MM-dd HH:mm:ss[.SSS][+zone]' or milliseconds since the epoch."
+        ) from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=default_tz)
     return int(value.timestamp() * 1000)

@@ -61,15 +61,21 @@ def parse_last_checkpoint(data: bytes) -> LastCheckpointInfo | None:
     if parts is not None and (not isinstance(parts, int) or parts < 1):
         return None
     return LastCheckpointInfo(
-        version=version, size=size, parts=parts, size_in_bytes=obj.get("sizeInBytes"),
-        num_of_add_files=obj.get("numOfAddFiles"), checksum=stored)
+        version=version,
+        size=size,
+        parts=parts,
+        size_in_bytes=obj.get("sizeInBytes"),
+        num_of_add_files=obj.get("numOfAddFiles"),
+        checksum=stored,
+    )
 
 
 def checksum(obj: dict[str, Any]) -> str:
     """The protocol's MD5 checksum of a ``_last_checkpoint`` object (the ``checksum`` key excluded).
 
-    Every leaf becomes ``path=value``: path components are URL-encoded, quoted object keys or bare
-    array indexes joined with ``+``; string values are quoted and URL-encoded, other scalars verbatim.
+    Every leaf becomes ``path=value``: path components are URL-encoded, quoted object keys or
+    bare array indexes joined with ``+``; string values are quoted and URL-encoded, other
+    scalars verbatim.
     The pairs are sorted and joined with ``,``.
     """
     pairs: list[str] = []

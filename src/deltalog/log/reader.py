@@ -13,6 +13,7 @@ import json
 import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -92,8 +93,11 @@ def read_commit(store: LogStore, log_file: LogFile, *, table: str) -> ParsedComm
         data = store.read(log_file.path)
     except FileNotFoundError:
         raise errors.InvalidTableError(
-            "DELTA_LOG_FILE_NOT_FOUND", f"Commit file {log_file.path} disappeared while reading.",
-            table=table, help="another process may be cleaning up the log; retry.") from None
+            "DELTA_LOG_FILE_NOT_FOUND",
+            f"Commit file {log_file.path} disappeared while reading.",
+            table=table,
+            help="another process may be cleaning up the log; retry.",
+        ) from None
     return parse_commit(data, log_file.version, table=table, file=log_file.path)
 
 
@@ -110,8 +114,13 @@ def read_commit_info(store: LogStore, log_file: LogFile, *, table: str) -> Commi
     return None
 
 
-def read_checkpoint(store: LogStore, checkpoint: Checkpoint, *, table: str,
-                    keys: tuple[str, ...] = REPLAY_ACTION_KEYS) -> pa.Table:
+def read_checkpoint(
+    store: LogStore,
+    checkpoint: Checkpoint,
+    *,
+    table: str,
+    keys: tuple[str, ...] = REPLAY_ACTION_KEYS,
+) -> pa.Table:
     """All rows of a checkpoint in the replay layout, restricted to the action columns ``keys``.
 
     V2 checkpoints are followed into their sidecars when file actions are requested.
@@ -129,7 +138,7 @@ def read_checkpoint(store: LogStore, checkpoint: Checkpoint, *, table: str,
             tables.append(top.rows.select(list(keys)))
             sidecars += sidecars_in_json(data)
         else:
-            part = _read_parquet(store, f.path, keys + ("sidecar",), table=table)
+            part = _read_parquet(store, f.path, (*keys, "sidecar"), table=table)
             if "sidecar" in part.column_names:
                 sidecars += sidecars_in_table(part)
             tables.append(conform_table(part, schema))
@@ -168,8 +177,11 @@ def _read_parquet(store: LogStore, path: str, keys: tuple[str, ...], *, table: s
         data = pf.read(columns=columns)
     except FileNotFoundError:
         raise errors.InvalidTableError(
-            "DELTA_CHECKPOINT_FILE_NOT_FOUND", f"Checkpoint file {path} is missing.", table=table,
-            help="restore it, or delete _last_checkpoint so an older checkpoint is used.") from None
+            "DELTA_CHECKPOINT_FILE_NOT_FOUND",
+            f"Checkpoint file {path} is missing.",
+            table=table,
+            help="restore it, or delete _last_checkpoint so an older checkpoint is used.",
+        ) from None
     except (OSError, pa.ArrowException) as e:
         raise errors.corrupt_checkpoint(table, path, str(e)) from None
     return _restore_stats(data)
@@ -197,12 +209,17 @@ def _restore_stats(data: pa.Table) -> pa.Table:
     if "stats" in names or "stats_parsed" not in names:
         return data
     parsed = add.field("stats_parsed").to_pylist()
-    stats = pa.array([None if p is None else json.dumps(p, default=str, separators=(",", ":"))
-                      for p in parsed], pa.string())
+    stats = pa.array(
+        [None if p is None else json.dumps(p, default=str, separators=(",", ":")) for p in parsed],
+        pa.string(),
+    )
     children = [add.field(n) for n in names if n != "stats_parsed"] + [stats]
-    fields = [add.type.field(n) for n in names if n != "stats_parsed"] + [pa.field("stats", pa.string())]
-    new = pa.StructArray.from_arrays(children, fields=fields,
-                                     mask=add.is_null() if add.null_count else None)
+    fields = [add.type.field(n) for n in names if n != "stats_parsed"] + [
+        pa.field("stats", pa.string())
+    ]
+    new = pa.StructArray.from_arrays(
+        children, fields=fields, mask=add.is_null() if add.null_count else None
+    )
     return data.set_column(data.column_names.index("add"), "add", new)
 
 
@@ -240,7 +257,7 @@ def _decode_line(line: bytes, *, table: str, file: str, lineno: int) -> tuple[st
         raise errors.corrupt_commit(table, file, lineno, f"invalid JSON ({e})") from None
     if not isinstance(obj, dict) or len(obj) != 1:
         raise errors.corrupt_commit(table, file, lineno, "expected an object with one action key")
-    (key, value), = obj.items()
+    ((key, value),) = obj.items()
     if value is not None and not isinstance(value, dict):
         raise errors.corrupt_commit(table, file, lineno, f"action {key!r} is not an object")
     return key, value

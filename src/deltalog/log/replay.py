@@ -46,10 +46,15 @@ from deltalog.actions import (
 from deltalog.fields import conform_array
 
 KEY, DV, SEQ = "_key", "_dv", "_seq"
-FILE_SCHEMA = pa.schema([
-    pa.field("add", ADD_SCHEMA), pa.field("remove", REMOVE_SCHEMA),
-    pa.field(KEY, pa.string()), pa.field(DV, pa.string()), pa.field(SEQ, pa.int64()),
-])
+FILE_SCHEMA = pa.schema(
+    [
+        pa.field("add", ADD_SCHEMA),
+        pa.field("remove", REMOVE_SCHEMA),
+        pa.field(KEY, pa.string()),
+        pa.field(DV, pa.string()),
+        pa.field(SEQ, pa.int64()),
+    ]
+)
 
 
 class ReplayOrderError(errors.InternalError, AssertionError):
@@ -66,8 +71,11 @@ class InMemoryLogReplay:
             (ms) are expired; ``None`` keeps them all.
     """
 
-    def __init__(self, min_file_retention_timestamp: int | None = None,
-                 min_set_transaction_retention_timestamp: int | None = None) -> None:
+    def __init__(
+        self,
+        min_file_retention_timestamp: int | None = None,
+        min_set_transaction_retention_timestamp: int | None = None,
+    ) -> None:
         self.min_file_retention_timestamp = min_file_retention_timestamp
         self.min_set_transaction_retention_timestamp = min_set_transaction_retention_timestamp
         self.current_version = -1
@@ -91,7 +99,8 @@ class InMemoryLogReplay:
         if self.current_version != -1 and version != self.current_version + 1:
             raise ReplayOrderError(
                 "DELTA_REPLAY_ORDER",
-                f"Attempted to replay version {version}, but state is at {self.current_version}")
+                f"Attempted to replay version {version}, but state is at {self.current_version}",
+            )
         self.current_version = version
         if isinstance(actions, pa.RecordBatch):
             actions = pa.Table.from_batches([actions])
@@ -102,8 +111,9 @@ class InMemoryLogReplay:
 
     def copy(self) -> InMemoryLogReplay:
         """An independent replay with the same state (Arrow data is shared, it is immutable)."""
-        other = InMemoryLogReplay(self.min_file_retention_timestamp,
-                                  self.min_set_transaction_retention_timestamp)
+        other = InMemoryLogReplay(
+            self.min_file_retention_timestamp, self.min_set_transaction_retention_timestamp
+        )
         other.current_version = self.current_version
         other.current_protocol = self.current_protocol
         other.current_metadata = self.current_metadata
@@ -133,8 +143,11 @@ class InMemoryLogReplay:
     def set_transactions(self) -> list[SetTransaction]:
         """Unexpired transactions, by ``appId``."""
         cutoff = self.min_set_transaction_retention_timestamp
-        return [t for t in self.transactions.values()
-                if cutoff is None or (t.last_updated is not None and t.last_updated > cutoff)]
+        return [
+            t
+            for t in self.transactions.values()
+            if cutoff is None or (t.last_updated is not None and t.last_updated > cutoff)
+        ]
 
     def active_domain_metadata(self) -> list[DomainMetadata]:
         """Live (not removed) domain metadata, by domain."""
@@ -151,26 +164,37 @@ class InMemoryLogReplay:
         head += [d.wrap() for d in self.active_domain_metadata()]
         head += [t.wrap() for t in self.set_transactions()]
         files = self._file_rows()
-        paths = pc.coalesce(pc.struct_field(files["add"], "path"),
-                            pc.struct_field(files["remove"], "path"))
+        paths = pc.coalesce(
+            pc.struct_field(files["add"], "path"), pc.struct_field(files["remove"], "path")
+        )
         files = files.take(pc.sort_indices(paths))
         file_rows = pa.Table.from_arrays(
-            [files[c] if c in ("add", "remove") else pa.nulls(files.num_rows, LOG_SCHEMA.field(c).type)
-             for c in LOG_SCHEMA.names], schema=LOG_SCHEMA)
+            [
+                files[c]
+                if c in ("add", "remove")
+                else pa.nulls(files.num_rows, LOG_SCHEMA.field(c).type)
+                for c in LOG_SCHEMA.names
+            ],
+            schema=LOG_SCHEMA,
+        )
         return pa.concat_tables([pa.Table.from_pylist(head, schema=LOG_SCHEMA), file_rows])
 
     # -- internals --------------------------------------------------------------------------
 
     def _file_rows(self) -> pa.Table:
         state = self._reconciled()
-        is_add = pc.is_valid(state["add"])
-        keep = is_add
         if self.min_file_retention_timestamp is not None:
             ts = pc.fill_null(pc.struct_field(state["remove"], "deletionTimestamp"), 0)
-            keep = pc.or_(is_add, pc.greater(ts, self.min_file_retention_timestamp))
-        state = state.filter(pc.fill_null(keep, False))
-        return pa.table({"add": _without_data_change(state["add"]),
-                         "remove": _without_data_change(state["remove"])})
+            keep = pc.or_(
+                pc.is_valid(state["add"]), pc.greater(ts, self.min_file_retention_timestamp)
+            )
+            state = state.filter(pc.fill_null(keep, False))
+        return pa.table(
+            {
+                "add": _without_data_change(state["add"]),
+                "remove": _without_data_change(state["remove"]),
+            }
+        )
 
     def _append_objects(self, actions: Iterable[Action]) -> None:
         rows: list[dict[str, Any]] = []
@@ -194,10 +218,16 @@ class InMemoryLogReplay:
                     if action is not None:
                         self._apply_non_file(action)
         n = table.num_rows
-        add = conform_array(table["add"], ADD_SCHEMA) if "add" in table.column_names \
+        add = (
+            conform_array(table["add"], ADD_SCHEMA)
+            if "add" in table.column_names
             else pa.nulls(n, ADD_SCHEMA)
-        remove = conform_array(table["remove"], REMOVE_SCHEMA) if "remove" in table.column_names \
+        )
+        remove = (
+            conform_array(table["remove"], REMOVE_SCHEMA)
+            if "remove" in table.column_names
             else pa.nulls(n, REMOVE_SCHEMA)
+        )
         self._append_files(add, remove)
 
     def _apply_non_file(self, action: Action) -> None:
@@ -211,7 +241,9 @@ class InMemoryLogReplay:
             self.domain_metadata[action.domain] = action
         # commitInfo, cdc, checkpointMetadata, sidecar: not part of the state.
 
-    def _append_files(self, add: pa.Array | pa.ChunkedArray, remove: pa.Array | pa.ChunkedArray) -> None:
+    def _append_files(
+        self, add: pa.Array | pa.ChunkedArray, remove: pa.Array | pa.ChunkedArray
+    ) -> None:
         add, remove = _single_chunk(add), _single_chunk(remove)
         is_file = pc.or_(pc.is_valid(add), pc.is_valid(remove))
         if not pc.any(is_file).as_py():
@@ -224,12 +256,20 @@ class InMemoryLogReplay:
         path = pc.if_else(is_add, pc.struct_field(add, "path"), pc.struct_field(remove, "path"))
         if path.null_count:
             raise errors.InvalidTableError(
-                "DELTA_INVALID_FILE_ACTION", "a file action has no path.",
-                help="the log is corrupt; restore the commit from a backup.")
-        dv = pc.if_else(is_add, pc.struct_field(add, "deletionVector"),
-                        pc.struct_field(remove, "deletionVector"))
-        self._pending.append(pa.Table.from_arrays(
-            [add, remove, canonical_path(path), dv_unique_id(dv), rows[SEQ]], schema=FILE_SCHEMA))
+                "DELTA_INVALID_FILE_ACTION",
+                "a file action has no path.",
+                help="the log is corrupt; restore the commit from a backup.",
+            )
+        dv = pc.if_else(
+            is_add,
+            pc.struct_field(add, "deletionVector"),
+            pc.struct_field(remove, "deletionVector"),
+        )
+        self._pending.append(
+            pa.Table.from_arrays(
+                [add, remove, canonical_path(path), dv_unique_id(dv), rows[SEQ]], schema=FILE_SCHEMA
+            )
+        )
 
     def _reconciled(self) -> pa.Table:
         if not self._pending:
@@ -258,8 +298,9 @@ def dv_unique_id(dv: pa.Array | pa.ChunkedArray) -> pa.Array:
     """``storageType + pathOrInlineDv`` (+ ``@offset``) per row; null where there is no DV."""
     if dv.null_count == len(dv):
         return pa.nulls(len(dv), pa.string())
-    base = pc.binary_join_element_wise(pc.struct_field(dv, "storageType"),
-                                       pc.struct_field(dv, "pathOrInlineDv"), "")
+    base = pc.binary_join_element_wise(
+        pc.struct_field(dv, "storageType"), pc.struct_field(dv, "pathOrInlineDv"), ""
+    )
     offset = pc.cast(pc.struct_field(dv, "offset"), pa.string())
     with_offset = pc.binary_join_element_wise(base, offset, "@")
     return _single_chunk(pc.if_else(pc.is_null(offset), base, with_offset))
@@ -269,8 +310,9 @@ def _last_per_key(rows: pa.Table) -> pa.Table:
     """One row per (key, dv): the one with the highest sequence number."""
     if rows.num_rows <= 1:
         return rows
-    last = rows.select([KEY, DV, SEQ]).group_by([KEY, DV], use_threads=False) \
-        .aggregate([(SEQ, "max")])
+    last = (
+        rows.select([KEY, DV, SEQ]).group_by([KEY, DV], use_threads=False).aggregate([(SEQ, "max")])
+    )
     if last.num_rows == rows.num_rows:
         return rows
     return rows.filter(pc.is_in(rows[SEQ], value_set=last[f"{SEQ}_max"]))
@@ -300,18 +342,22 @@ def _without_data_change(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     if len(arr) == 0:
         return arr
     names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
-    children = [pa.array([False] * len(arr), pa.bool_()) if n == "dataChange" else arr.field(n)
-                for n in names]
-    return pa.StructArray.from_arrays(children, fields=list(arr.type),
-                                      mask=pc.is_null(arr) if arr.null_count else None)
+    children = [
+        pa.array([False] * len(arr), pa.bool_()) if n == "dataChange" else arr.field(n)
+        for n in names
+    ]
+    return pa.StructArray.from_arrays(
+        children, fields=list(arr.type), mask=pc.is_null(arr) if arr.null_count else None
+    )
 
 
 def _flatten_struct(column: pa.ChunkedArray | pa.Array, struct_type: pa.StructType) -> pa.Table:
     arr = _without_data_change(column)
     if len(arr) == 0:
         return pa.schema(list(struct_type)).empty_table()
-    return pa.Table.from_arrays([arr.field(i) for i in range(struct_type.num_fields)],
-                                schema=pa.schema(list(struct_type)))
+    return pa.Table.from_arrays(
+        [arr.field(i) for i in range(struct_type.num_fields)], schema=pa.schema(list(struct_type))
+    )
 
 
 def _single_chunk(column: pa.ChunkedArray | pa.Array) -> pa.Array:

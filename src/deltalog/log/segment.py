@@ -6,6 +6,7 @@ so every rule is tested with synthetic listings and no files.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -65,7 +66,8 @@ class LogSegment:
         if self.last_commit is not None:
             return self.last_commit.file.modification_time
         # A checkpoint with no commit JSON beside it: delta-spark refuses such a log ("Could not
-        # find any delta files"); Kernel and delta-rs read it, and so do we, timed by the checkpoint.
+        # find any delta files"); Kernel and delta-rs read it, and so do we, timed by the
+        # checkpoint file.
         assert self.checkpoint is not None
         return max(f.file.modification_time for f in self.checkpoint.files)
 
@@ -93,7 +95,9 @@ def complete_checkpoints(files: Iterable[LogFile]) -> list[Checkpoint]:
             if len(by_part) != num_parts:
                 continue
             parts = tuple(by_part[i] for i in range(1, (num_parts or 0) + 1))
-            found.append(((version, fmt, num_parts or 0, parts[0].name), Checkpoint(version, fmt, parts)))
+            found.append(
+                ((version, fmt, num_parts or 0, parts[0].name), Checkpoint(version, fmt, parts))
+            )
         else:
             # Each single or V2 file is its own complete checkpoint.
             for m in members:
@@ -102,9 +106,14 @@ def complete_checkpoints(files: Iterable[LogFile]) -> list[Checkpoint]:
     return [cp for _, cp in found]
 
 
-def build_log_segment(table: str, log_root: str, listing: Iterable[FileInfo],
-                      version_to_load: int | None = None, *,
-                      expected_checkpoint: int | None = None) -> LogSegment | None:
+def build_log_segment(
+    table: str,
+    log_root: str,
+    listing: Iterable[FileInfo],
+    version_to_load: int | None = None,
+    *,
+    expected_checkpoint: int | None = None,
+) -> LogSegment | None:
     """Choose the files that reconstruct ``version_to_load`` (latest when ``None``).
 
     Args:
@@ -112,8 +121,9 @@ def build_log_segment(table: str, log_root: str, listing: Iterable[FileInfo],
         log_root: the ``_delta_log`` directory.
         listing: files of ``_delta_log`` (any order; non-log files are ignored).
         version_to_load: the version wanted, or ``None`` for the newest.
-        expected_checkpoint: a checkpoint version a hint (``_last_checkpoint``) promised; when it
-            cannot be used and commits do not reach back far enough, the error says parts are missing.
+        expected_checkpoint: a checkpoint version a hint (``_last_checkpoint``) promised; when
+            it cannot be used and commits do not reach back far enough, the error says parts
+            are missing.
 
     Returns:
         The segment, or ``None`` when the listing holds no log files at all (no table).
@@ -124,9 +134,12 @@ def build_log_segment(table: str, log_root: str, listing: Iterable[FileInfo],
     """
     files = [lf for f in listing if (lf := parse_log_file(f)) is not None]
     if version_to_load is not None:
-        files = [f for f in files
-                 if f.version <= version_to_load
-                 and (f.kind is not LogFileKind.COMPACTION or (f.end_version or 0) <= version_to_load)]
+        files = [
+            f
+            for f in files
+            if f.version <= version_to_load
+            and (f.kind is not LogFileKind.COMPACTION or (f.end_version or 0) <= version_to_load)
+        ]
     commits = sorted((f for f in files if f.kind is LogFileKind.COMMIT), key=lambda f: f.version)
     checkpoints = complete_checkpoints(files)
     if not commits and not checkpoints:
@@ -140,20 +153,27 @@ def build_log_segment(table: str, log_root: str, listing: Iterable[FileInfo],
         if expected_checkpoint is not None and (not commits or commits[0].version != 0):
             raise errors.missing_checkpoint_parts(table, expected_checkpoint)
         if commits and commits[0].version != 0:
-            raise errors.truncated_log(table, _target(version_to_load, commits), -1, commits[0].version)
+            raise errors.truncated_log(
+                table, _target(version_to_load, commits), -1, commits[0].version
+            )
     if tail and tail[0].version != cp_version + 1:
-        raise errors.truncated_log(table, _target(version_to_load, commits), cp_version, tail[0].version)
-    for prev, cur in zip(tail, tail[1:], strict=False):
+        raise errors.truncated_log(
+            table, _target(version_to_load, commits), cp_version, tail[0].version
+        )
+    for prev, cur in itertools.pairwise(tail):
         if cur.version != prev.version + 1:
             raise errors.versions_not_contiguous(
-                table, [prev.version, cur.version], _target(version_to_load, commits))
+                table, [prev.version, cur.version], _target(version_to_load, commits)
+            )
 
     new_version = tail[-1].version if tail else cp_version
     if version_to_load is not None and new_version != version_to_load:
         raise errors.VersionNotFoundError(
             "DELTA_VERSION_NOT_FOUND",
             f"Cannot load table version {version_to_load} as it does not exist. The latest "
-            f"available version is {new_version}.", table=table)
+            f"available version is {new_version}.",
+            table=table,
+        )
     crcs = [f for f in files if f.kind is LogFileKind.CRC]
     crc = max(crcs, key=lambda f: f.version) if crcs else None
     last_commit = next((c for c in reversed(commits) if c.version == new_version), None)

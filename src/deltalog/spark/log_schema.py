@@ -11,7 +11,9 @@ from deltalog.actions import ACTIONS_BY_KEY, REPLAY_ACTION_KEYS
 from deltalog.fields import ArrayOf, Field, FieldType, MapOf, Primitive
 
 _PRIMITIVES: dict[str, T.DataType] = {
-    "string": T.StringType(), "long": T.LongType(), "integer": T.IntegerType(),
+    "string": T.StringType(),
+    "long": T.LongType(),
+    "integer": T.IntegerType(),
     "boolean": T.BooleanType(),
 }
 
@@ -34,8 +36,9 @@ def spark_struct(fields: Sequence[Field]) -> T.StructType:
 
 def log_schema(keys: Sequence[str] = tuple(ACTIONS_BY_KEY)) -> T.StructType:
     """The SingleAction schema restricted to the action columns ``keys``."""
-    return T.StructType([T.StructField(k, spark_struct(ACTIONS_BY_KEY[k].FIELDS), True)
-                         for k in keys])
+    return T.StructType(
+        [T.StructField(k, spark_struct(ACTIONS_BY_KEY[k].FIELDS), True) for k in keys]
+    )
 
 
 REPLAY_LOG_SCHEMA = log_schema(REPLAY_ACTION_KEYS)

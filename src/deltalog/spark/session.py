@@ -51,3 +51,35 @@ RAW_LOCAL_FS_OPTIONS = {
 def reader(spark: Any) -> Any:
     """``spark.read`` with the options every deltalog file read uses."""
     return spark.read.options(**RAW_LOCAL_FS_OPTIONS)
+
+
+def get_or_create_session(master: str | None = None) -> Any:
+    """The active session, or a new local one for deltalog's own commands and tests.
+
+    ``SPARK_REMOTE`` (e.g. ``sc://host:15002`` or ``local[2]``) selects Spark Connect. Executors
+    run this interpreter, so they import the same deltalog.
+    """
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.appName("deltalog")
+    remote = os.environ.get("SPARK_REMOTE")
+    if remote:
+        builder = builder.remote(remote)
+    else:
+        builder = (
+            builder.master(master or os.environ.get("DELTALOG_SPARK_MASTER", "local[2]"))
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+        )
+    spark = builder.config("spark.sql.shuffle.partitions", "8").getOrCreate()
+    if not remote:
+        spark.sparkContext.setLogLevel("ERROR")
+    return spark

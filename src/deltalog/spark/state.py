@@ -42,14 +42,21 @@ class SparkState:
         min_file_retention_timestamp: tombstone expiry (set by the snapshot once metadata is known).
     """
 
-    def __init__(self, spark: Any, table_root: str, segment: LogSegment, store: LogStore,
-                 snapshot_partitions: int | None = None) -> None:
+    def __init__(
+        self,
+        spark: Any,
+        table_root: str,
+        segment: LogSegment,
+        store: LogStore,
+        snapshot_partitions: int | None = None,
+    ) -> None:
         self.spark = spark
         self.store = store
         self.table_root = table_root
         self.segment = segment
-        self.snapshot_partitions = snapshot_partitions or int(conf_get(
-            spark, SNAPSHOT_PARTITIONS_KEY, str(DEFAULT_SNAPSHOT_PARTITIONS)))
+        self.snapshot_partitions = snapshot_partitions or int(
+            conf_get(spark, SNAPSHOT_PARTITIONS_KEY, str(DEFAULT_SNAPSHOT_PARTITIONS))
+        )
         self.min_file_retention_timestamp: int | None = None
         self._df: Any = None
 
@@ -57,10 +64,20 @@ class SparkState:
     def dataframe(self) -> Any:
         """The reconstructed state as log rows (cached on first use)."""
         if self._df is None:
-            sidecars = [] if self.segment.checkpoint is None else checkpoint_sidecar_paths(
-                self.store, self.segment.checkpoint, table=self.table_root)
-            self._df = reconstruct(self.spark, self.segment, sidecars, self.snapshot_partitions,
-                                   self.min_file_retention_timestamp)
+            sidecars = (
+                []
+                if self.segment.checkpoint is None
+                else checkpoint_sidecar_paths(
+                    self.store, self.segment.checkpoint, table=self.table_root
+                )
+            )
+            self._df = reconstruct(
+                self.spark,
+                self.segment,
+                sidecars,
+                self.snapshot_partitions,
+                self.min_file_retention_timestamp,
+            )
         return self._df
 
     def active_files(self) -> pa.Table:
@@ -81,8 +98,13 @@ class SparkState:
             self._df = None
 
 
-def reconstruct(spark: Any, segment: LogSegment, sidecars: list[str], num_partitions: int,
-                min_file_retention_timestamp: int | None) -> Any:
+def reconstruct(
+    spark: Any,
+    segment: LogSegment,
+    sidecars: list[str],
+    num_partitions: int,
+    min_file_retention_timestamp: int | None,
+) -> Any:
     """The state DataFrame of ``segment`` (:data:`REPLAY_LOG_SCHEMA` rows), persisted."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -90,11 +112,14 @@ def reconstruct(spark: Any, segment: LogSegment, sidecars: list[str], num_partit
     actions = load_actions(spark, segment, sidecars)
     path = F.coalesce(F.col("add.path"), F.col("remove.path"))
     canonical = F.regexp_replace(F.regexp_replace(path, "^file:///", "file:/"), "^/", "file:/")
-    replay = functools.partial(replay_partition,
-                               min_file_retention_timestamp=min_file_retention_timestamp)
-    state = (actions.repartition(num_partitions, canonical)
-             .sortWithinPartitions(VERSION_COLUMN)
-             .mapInArrow(replay, REPLAY_LOG_SCHEMA))
+    replay = functools.partial(
+        replay_partition, min_file_retention_timestamp=min_file_retention_timestamp
+    )
+    state = (
+        actions.repartition(num_partitions, canonical)
+        .sortWithinPartitions(VERSION_COLUMN)
+        .mapInArrow(replay, REPLAY_LOG_SCHEMA)
+    )
     return state.persist(StorageLevel.MEMORY_AND_DISK)
 
 
@@ -111,8 +136,12 @@ def load_actions(spark: Any, segment: LogSegment, sidecars: list[str]) -> Any:
         json_paths = [f.path for f in cp.files if f.name.endswith(".json")]
         paths += sidecars
         if paths:
-            frames.append(reader(spark).schema(REPLAY_LOG_SCHEMA).parquet(*paths)
-                          .withColumn(VERSION_COLUMN, F.lit(cp.version).cast("long")))
+            frames.append(
+                reader(spark)
+                .schema(REPLAY_LOG_SCHEMA)
+                .parquet(*paths)
+                .withColumn(VERSION_COLUMN, F.lit(cp.version).cast("long"))
+            )
         if json_paths:
             frames.append(_read_json(spark, json_paths, F.lit(cp.version).cast("long")))
     if segment.commits:
@@ -120,7 +149,8 @@ def load_actions(spark: Any, segment: LogSegment, sidecars: list[str]) -> Any:
         frames.append(_read_json(spark, [c.path for c in segment.commits], version))
     if not frames:
         return spark.createDataFrame([], log_schema(REPLAY_SCHEMA.names)).withColumn(
-            VERSION_COLUMN, F.lit(0).cast("long"))
+            VERSION_COLUMN, F.lit(0).cast("long")
+        )
     out = frames[0]
     for f in frames[1:]:
         out = out.unionByName(f)
@@ -131,8 +161,9 @@ def load_actions(spark: Any, segment: LogSegment, sidecars: list[str]) -> Any:
     return out.where(keep)
 
 
-def replay_partition(batches: Iterator[pa.RecordBatch], *,
-                     min_file_retention_timestamp: int | None) -> Iterator[pa.RecordBatch]:
+def replay_partition(
+    batches: Iterator[pa.RecordBatch], *, min_file_retention_timestamp: int | None
+) -> Iterator[pa.RecordBatch]:
     """Replay one path-partition (rows sorted by version) and emit its state as log rows.
 
     Runs on executors: a top-level function so it pickles.
@@ -151,5 +182,10 @@ def replay_partition(batches: Iterator[pa.RecordBatch], *,
 
 def _read_json(spark: Any, paths: list[str], version: Any) -> Any:
     # FAILFAST: a corrupt line must fail the job, never become a row of nulls.
-    return (reader(spark).schema(REPLAY_LOG_SCHEMA).option("mode", "FAILFAST").json(paths)
-            .select(*REPLAY_SCHEMA.names, version.alias(VERSION_COLUMN)))
+    return (
+        reader(spark)
+        .schema(REPLAY_LOG_SCHEMA)
+        .option("mode", "FAILFAST")
+        .json(paths)
+        .select(*REPLAY_SCHEMA.names, version.alias(VERSION_COLUMN))
+    )

@@ -23,7 +23,7 @@ class LogStore(Protocol):
     """How deltalog reaches files. Implementations are the only code doing file I/O."""
 
     def list_from(self, directory: str, start_name: str) -> list[FileInfo]:
-        """Files directly in ``directory`` whose names sort at or after ``start_name``, sorted by name.
+        """Files directly in ``directory`` named ``start_name`` or later, sorted by name.
 
         Names starting with ``.`` (hidden side files such as Hadoop ``.crc``) are never returned.
 

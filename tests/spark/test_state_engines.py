@@ -1,0 +1,185 @@
+"""The driver and Spark engines give the same state (classic session; Connect in a subprocess)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from deltalog import DeltaLog
+from deltalog.log.replay import InMemoryLogReplay
+from deltalog.spark.state import replay_partition
+from tests.conformance.oracle import TABLES
+
+pytestmark = pytest.mark.spark
+deltalake = pytest.importorskip("deltalake")
+
+REPRESENTATIVE = [
+    "delta-golden/checkpoint",  # classic checkpoint + tail
+    "delta-golden/multi-part-checkpoint",
+    "delta-golden/v2-checkpoint-json",  # V2 + sidecars
+    "delta-golden/v2-checkpoint-parquet",
+    "delta-golden/dv-partitioned-with-checkpoint",  # DVs across a checkpoint
+    "delta-golden/log-replay-dv-key-cases",
+    "delta-golden/canonicalized-paths-special-b",  # path canonicalization
+    "delta-golden/delete-re-add-same-file-different-transactions",
+    "delta-rs/checkpoint_with_partitions",
+    "delta-rs/cdf-table-with-cdc-and-dvs",
+    "delta-rs/table_with_deletion_logs",
+]
+
+
+def state(snapshot: Any) -> dict[str, Any]:
+    return {
+        "version": snapshot.version,
+        "protocol": snapshot.protocol,
+        "metadata": snapshot.metadata,
+        "files": snapshot.all_files_arrow().sort_by("path"),
+        "tombstones": snapshot.tombstones_arrow().sort_by("path"),
+        "txns": sorted(map(repr, snapshot.set_transactions)),
+    }
+
+
+@pytest.mark.parametrize("rel", REPRESENTATIVE)
+def test_engines_agree_on_real_tables(spark: Any, rel: str) -> None:
+    root = str(TABLES / rel)
+    driver = DeltaLog(root, engine="driver").update()
+    on_spark = DeltaLog(root, spark=spark, engine="spark").update()
+    assert on_spark.engine == "spark"
+    a, b = state(driver), state(on_spark)
+    for key in a:
+        assert a[key] == b[key], key
+
+
+def fresh_table(root: Path) -> None:
+    """A table with live tombstones, transactions and a checkpoint in the middle."""
+    for i in range(4):
+        data = pa.table(
+            {
+                "id": pa.array(range(i * 10, i * 10 + 10), pa.int64()),
+                "part": pa.array([str(j % 2) for j in range(10)]),
+            }
+        )
+        deltalake.write_deltalake(
+            str(root),
+            data,
+            mode="append",
+            partition_by=["part"],
+            commit_properties=deltalake.CommitProperties(
+                app_transactions=[deltalake.Transaction("app", i)]
+            ),
+        )
+        if i == 1:
+            deltalake.DeltaTable(str(root)).create_checkpoint()
+    deltalake.DeltaTable(str(root)).delete("id < 15")
+
+
+def test_engines_agree_with_live_tombstones_and_time_travel(spark: Any, tmp_path: Path) -> None:
+    root = tmp_path / "fresh"
+    fresh_table(root)
+    driver_log = DeltaLog(str(root), engine="driver")
+    spark_log = DeltaLog(str(root), spark=spark, engine="spark")
+    latest = driver_log.update()
+    assert latest.tombstones_arrow().num_rows > 0 and latest.set_transactions
+    for version in range(latest.version + 1):
+        assert state(driver_log.get_snapshot_at(version)) == state(
+            spark_log.get_snapshot_at(version)
+        )
+
+
+def test_replaced_snapshot_drops_its_spark_cache(spark: Any, tmp_path: Path) -> None:
+    root = tmp_path / "fresh"
+    fresh_table(root)
+    log = DeltaLog(str(root), spark=spark, engine="spark")
+    old = log.update()
+    old.all_files_arrow()
+    df = old._spark_state.dataframe
+    assert df.storageLevel.useMemory
+    deltalake.write_deltalake(
+        str(root), pa.table({"id": pa.array([99], pa.int64()), "part": ["1"]}), mode="append"
+    )
+    new = log.update()
+    assert new.version == old.version + 1
+    assert not df.storageLevel.useMemory and not df.storageLevel.useDisk
+
+
+def test_auto_engine_picks_spark_for_large_logs(spark: Any, monkeypatch: Any) -> None:
+    import deltalog.delta_log as module
+
+    root = str(TABLES / "delta-golden/checkpoint")
+    assert DeltaLog(root, spark=spark).update().engine == "driver"
+    monkeypatch.setattr(module, "SPARK_ENGINE_THRESHOLD_BYTES", 0)
+    assert DeltaLog(root, spark=spark).update().engine == "spark"
+
+
+def test_partition_function_is_the_replay_class() -> None:
+    # What runs in mapInArrow is InMemoryLogReplay over one partition: check it directly on
+    # Arrow batches, including the version column it drops.
+    replay = InMemoryLogReplay()
+    from deltalog.actions import AddFile, Protocol, RemoveFile
+
+    replay.append(0, [Protocol(1, 2), AddFile("a", {}, 1, 1, True), AddFile("b", {}, 1, 1, True)])
+    replay.append(1, [RemoveFile("a", 2**62, True)])
+    rows = replay.checkpoint().select(
+        ["txn", "add", "remove", "metaData", "protocol", "domainMetadata"]
+    )
+    batch = rows.append_column("version", pa.array([0] * rows.num_rows, pa.int64()))
+    out = pa.Table.from_batches(
+        list(replay_partition(iter(batch.to_batches()), min_file_retention_timestamp=None))
+    )
+    assert out.equals(rows)
+
+
+CONNECT_SCRIPT = r"""
+import json, sys
+from pyspark.sql import SparkSession
+from deltalog import DeltaLog
+spark = SparkSession.builder.remote("local[2]").getOrCreate()
+spark.conf.set("spark.databricks.delta.snapshotPartitions", "4")
+out = {}
+for root in sys.argv[1:]:
+    s = DeltaLog(root, spark=spark, engine="spark").update()
+    out[root] = {"version": s.version, "engine": s.engine,
+                 "files": s.all_files_arrow().sort_by("path").to_pylist()}
+print("RESULT" + json.dumps(out, default=str))
+spark.stop()
+"""
+
+
+@pytest.mark.connect
+def test_spark_engine_over_spark_connect() -> None:
+    roots = [
+        str(TABLES / rel)
+        for rel in (
+            "delta-golden/dv-partitioned-with-checkpoint",
+            "delta-golden/v2-checkpoint-parquet",
+        )
+    ]
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    started = time.time()
+    proc = subprocess.run(
+        [sys.executable, "-c", CONNECT_SCRIPT, *roots],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT"))
+    result = json.loads(line[len("RESULT") :])
+    for root in roots:
+        expected = DeltaLog(root, engine="driver").update()
+        got = result[root]
+        assert got["engine"] == "spark" and got["version"] == expected.version
+        want = json.loads(
+            json.dumps(expected.all_files_arrow().sort_by("path").to_pylist(), default=str)
+        )
+        assert got["files"] == want
+    print(f"connect tier took {time.time() - started:.1f}s")
