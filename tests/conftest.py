@@ -12,9 +12,7 @@ from typing import Any
 import pytest
 
 from deltalog import DeltaLog
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-TABLES = SHARED / "tables"
+from tests.conformance.oracle import TABLES
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -393,6 +393,8 @@ REPLAY_ACTION_KEYS: tuple[str, ...] = (
     "protocol",
     "domainMetadata",
 )
+# The non-file actions replay keeps (few; decoded into objects).
+NON_FILE_KEYS: tuple[str, ...] = ("protocol", "metaData", "txn", "domainMetadata")
 REPLAY_SCHEMA: pa.Schema = pa.schema([LOG_SCHEMA.field(k) for k in REPLAY_ACTION_KEYS])
 ADD_SCHEMA: pa.StructType = LOG_SCHEMA.field("add").type
 REMOVE_SCHEMA: pa.StructType = LOG_SCHEMA.field("remove").type

@@ -19,7 +19,7 @@ import time
 from typing import Any, ClassVar, Literal
 
 from deltalog import errors
-from deltalog.actions import CommitInfo
+from deltalog.actions import NON_FILE_KEYS, CommitInfo
 from deltalog.log.filenames import (
     LAST_CHECKPOINT,
     LOG_DIR,
@@ -29,7 +29,7 @@ from deltalog.log.filenames import (
 )
 from deltalog.log.history import CommitRecord, commit_timestamps, version_at_timestamp
 from deltalog.log.last_checkpoint import LastCheckpointInfo, parse_last_checkpoint
-from deltalog.log.reader import NON_FILE_KEYS, parse_commit, read_checkpoint, read_commit_info
+from deltalog.log.reader import parse_commit, read_checkpoint, read_commit_info
 from deltalog.log.replay import InMemoryLogReplay
 from deltalog.log.segment import LogSegment, build_log_segment
 from deltalog.paths import normalize_table_root
@@ -382,7 +382,7 @@ class DeltaLog:
                     table=self.table_root,
                     **({} if keys is None else {"keys": keys}),
                 )
-                replay.append(segment.checkpoint.version, rows)
+                replay.append(segment.checkpoint.version, rows, from_checkpoint=True)
         last_info: CommitInfo | None = None
         for c in commits:
             data = self.store.read(c.path)

@@ -178,6 +178,19 @@ def _type_to_json(t: DataType) -> Any:
     }
 
 
+def simple_string(t: DataType) -> str:
+    """Spark's short type notation (``decimal(10,2)``, ``array<int>``, ``struct<a:int>``)."""
+    if isinstance(t, PrimitiveType):
+        return t.name
+    if isinstance(t, DecimalType):
+        return f"decimal({t.precision},{t.scale})"
+    if isinstance(t, ArrayType):
+        return f"array<{simple_string(t.element_type)}>"
+    if isinstance(t, MapType):
+        return f"map<{simple_string(t.key_type)},{simple_string(t.value_type)}>"
+    return "struct<" + ",".join(f"{f.name}:{simple_string(f.type)}" for f in t.fields) + ">"
+
+
 _ARROW_PRIMITIVES: dict[str, pa.DataType] = {
     "string": pa.string(),
     "long": pa.int64(),

@@ -15,7 +15,8 @@ import pyarrow as pa
 from deltalog.partition_values import parse_partition_value
 from deltalog.snapshot import Snapshot
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
+# The shared folder sits beside the repository (CI's layout); DELTALOG_SHARED overrides it.
+SHARED = Path(os.environ.get("DELTALOG_SHARED", Path(__file__).resolve().parents[3] / "shared"))
 TABLES = SHARED / "tables"
 
 

@@ -21,6 +21,7 @@ from deltalog.cli.output import (
 )
 from deltalog.delta_log import DeltaLog
 from deltalog.log.history import parse_timestamp
+from deltalog.schema import simple_string
 from deltalog.snapshot import Snapshot
 
 
@@ -101,7 +102,7 @@ def _describe(args: argparse.Namespace) -> int:
     print("\nschema:")
     print_table(
         ["column", "type", "nullable"],
-        [(f.name, _type_name(f.type), f.nullable) for f in schema.fields],
+        [(f.name, simple_string(f.type), f.nullable) for f in schema.fields],
     )
     return 0
 
@@ -171,13 +172,6 @@ def _history(args: argparse.Namespace) -> int:
         ],
     )
     return 0
-
-
-def _type_name(t: Any) -> str:
-    from deltalog.schema import _type_to_json
-
-    value = _type_to_json(t)
-    return value if isinstance(value, str) else value["type"]
 
 
 if __name__ == "__main__":

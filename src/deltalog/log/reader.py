@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     from deltalog.log.segment import Checkpoint
     from deltalog.storage.base import LogStore
 
-NON_FILE_KEYS = ("protocol", "metaData", "txn", "domainMetadata")
-
 
 @dataclass(slots=True)
 class ParsedCommit:

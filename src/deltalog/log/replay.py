@@ -16,9 +16,8 @@ Rules, applied in order of ``append`` calls and, within a call, in row order:
 * Tombstones are reported only while ``deletionTimestamp > min_file_retention_timestamp`` (when
   given); transactions only while ``lastUpdated > min_set_transaction_retention_timestamp``.
 
-File state is Arrow throughout: a million files never become a million Python objects. Because a
-key's state is its last action, replay is "last row per key by sequence number", computed with a
-hash group-by; a checkpoint base plus a small tail costs one hash-membership filter over the base.
+File state is Arrow throughout (:mod:`deltalog.log.file_state`): a million files never become a
+million Python objects, and a refresh of a large state costs one hash probe, no copy.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -33,6 +33,7 @@ from deltalog import errors
 from deltalog.actions import (
     ADD_SCHEMA,
     LOG_SCHEMA,
+    NON_FILE_KEYS,
     REMOVE_SCHEMA,
     Action,
     AddFile,
@@ -44,17 +45,7 @@ from deltalog.actions import (
     action_from_dict,
 )
 from deltalog.fields import conform_array
-
-KEY, DV, SEQ = "_key", "_dv", "_seq"
-FILE_SCHEMA = pa.schema(
-    [
-        pa.field("add", ADD_SCHEMA),
-        pa.field("remove", REMOVE_SCHEMA),
-        pa.field(KEY, pa.string()),
-        pa.field(DV, pa.string()),
-        pa.field(SEQ, pa.int64()),
-    ]
-)
+from deltalog.log.file_state import ADD_FIELDS, REMOVE_FIELDS, FileState
 
 
 class ReplayOrderError(errors.InternalError, AssertionError):
@@ -83,14 +74,24 @@ class InMemoryLogReplay:
         self.current_metadata: Metadata | None = None
         self.transactions: dict[str, SetTransaction] = {}
         self.domain_metadata: dict[str, DomainMetadata] = {}
-        self._base: pa.Table | None = None  # reconciled: one row per key
-        self._pending: list[pa.Table] = []
-        self._next_seq = 0
+        self._files = FileState()
 
     # -- input ------------------------------------------------------------------------------
 
-    def append(self, version: int, actions: Iterable[Action] | pa.Table | pa.RecordBatch) -> None:
+    def append(
+        self,
+        version: int,
+        actions: Iterable[Action] | pa.Table | pa.RecordBatch,
+        *,
+        from_checkpoint: bool = False,
+    ) -> None:
         """Apply the actions of ``version`` (Action objects, or Arrow rows in the log layout).
+
+        Args:
+            version: the version the actions belong to.
+            actions: the actions, in order.
+            from_checkpoint: the rows are a checkpoint (one action per key): when the replay is
+                still empty they become its state without de-duplication.
 
         Raises:
             ReplayOrderError: ``version`` is not the version after the current one (any version
@@ -105,12 +106,12 @@ class InMemoryLogReplay:
         if isinstance(actions, pa.RecordBatch):
             actions = pa.Table.from_batches([actions])
         if isinstance(actions, pa.Table):
-            self._append_arrow(actions)
+            self._append_arrow(actions, from_checkpoint)
         else:
             self._append_objects(actions)
 
     def copy(self) -> InMemoryLogReplay:
-        """An independent replay with the same state (Arrow data is shared, it is immutable)."""
+        """An independent replay with the same state (Arrow data is shared: it is immutable)."""
         other = InMemoryLogReplay(
             self.min_file_retention_timestamp, self.min_set_transaction_retention_timestamp
         )
@@ -119,26 +120,24 @@ class InMemoryLogReplay:
         other.current_metadata = self.current_metadata
         other.transactions = dict(self.transactions)
         other.domain_metadata = dict(self.domain_metadata)
-        other._base = self._reconciled()
-        other._next_seq = self._next_seq
+        other._files = self._files.copy()
         return other
 
     # -- output -----------------------------------------------------------------------------
 
     def active_files(self) -> pa.Table:
         """Live ``add`` actions, one column per add field, ``dataChange`` false."""
-        state = self._reconciled()
-        adds = state.filter(pc.is_valid(state["add"]))
-        return _flatten_struct(adds["add"], ADD_SCHEMA)
+        self._files.reconcile()
+        return _without_data_change(self._files.adds.select(list(ADD_FIELDS)))
 
     def tombstones(self) -> pa.Table:
         """Unexpired ``remove`` actions, one column per remove field, ``dataChange`` false."""
-        state = self._reconciled()
-        removes = state.filter(pc.is_valid(state["remove"]))
-        if self.min_file_retention_timestamp is not None:
-            ts = pc.fill_null(pc.struct_field(removes["remove"], "deletionTimestamp"), 0)
+        self._files.reconcile()
+        removes = self._files.removes.select(list(REMOVE_FIELDS))
+        if self.min_file_retention_timestamp is not None and removes.num_rows:
+            ts = pc.fill_null(removes["deletionTimestamp"], 0)
             removes = removes.filter(pc.greater(ts, self.min_file_retention_timestamp))
-        return _flatten_struct(removes["remove"], REMOVE_SCHEMA)
+        return _without_data_change(removes)
 
     def set_transactions(self) -> list[SetTransaction]:
         """Unexpired transactions, by ``appId``."""
@@ -163,38 +162,24 @@ class InMemoryLogReplay:
             head.append(self.current_metadata.wrap())
         head += [d.wrap() for d in self.active_domain_metadata()]
         head += [t.wrap() for t in self.set_transactions()]
-        files = self._file_rows()
-        paths = pc.coalesce(
-            pc.struct_field(files["add"], "path"), pc.struct_field(files["remove"], "path")
+        adds, removes = self.active_files(), self.tombstones()
+        n_add, n_remove = adds.num_rows, removes.num_rows
+        add = pa.concat_arrays([_as_struct(adds, ADD_SCHEMA), pa.nulls(n_remove, ADD_SCHEMA)])
+        remove = pa.concat_arrays(
+            [pa.nulls(n_add, REMOVE_SCHEMA), _as_struct(removes, REMOVE_SCHEMA)]
         )
-        files = files.take(pc.sort_indices(paths))
-        file_rows = pa.Table.from_arrays(
-            [
-                files[c]
-                if c in ("add", "remove")
-                else pa.nulls(files.num_rows, LOG_SCHEMA.field(c).type)
-                for c in LOG_SCHEMA.names
-            ],
+        order = pc.sort_indices(
+            pc.coalesce(pc.struct_field(add, "path"), pc.struct_field(remove, "path"))
+        )
+        columns = {"add": add.take(order), "remove": remove.take(order)}
+        n = n_add + n_remove
+        files = pa.Table.from_arrays(
+            [columns.get(c, pa.nulls(n, LOG_SCHEMA.field(c).type)) for c in LOG_SCHEMA.names],
             schema=LOG_SCHEMA,
         )
-        return pa.concat_tables([pa.Table.from_pylist(head, schema=LOG_SCHEMA), file_rows])
+        return pa.concat_tables([pa.Table.from_pylist(head, schema=LOG_SCHEMA), files])
 
     # -- internals --------------------------------------------------------------------------
-
-    def _file_rows(self) -> pa.Table:
-        state = self._reconciled()
-        if self.min_file_retention_timestamp is not None:
-            ts = pc.fill_null(pc.struct_field(state["remove"], "deletionTimestamp"), 0)
-            keep = pc.or_(
-                pc.is_valid(state["add"]), pc.greater(ts, self.min_file_retention_timestamp)
-            )
-            state = state.filter(pc.fill_null(keep, False))
-        return pa.table(
-            {
-                "add": _without_data_change(state["add"]),
-                "remove": _without_data_change(state["remove"]),
-            }
-        )
 
     def _append_objects(self, actions: Iterable[Action]) -> None:
         rows: list[dict[str, Any]] = []
@@ -204,11 +189,15 @@ class InMemoryLogReplay:
             else:
                 self._apply_non_file(action)
         if rows:
-            file_table = pa.Table.from_pylist(rows, schema=pa.schema(list(FILE_SCHEMA)[:2]))
-            self._append_files(file_table["add"], file_table["remove"])
+            schema = pa.schema([pa.field("add", ADD_SCHEMA), pa.field("remove", REMOVE_SCHEMA)])
+            table = pa.Table.from_pylist(rows, schema=schema)
+            self._files.stage(
+                conform_array(table["add"], ADD_SCHEMA),
+                conform_array(table["remove"], REMOVE_SCHEMA),
+            )
 
-    def _append_arrow(self, table: pa.Table) -> None:
-        for key in ("protocol", "metaData", "txn", "domainMetadata"):
+    def _append_arrow(self, table: pa.Table, from_checkpoint: bool) -> None:
+        for key in NON_FILE_KEYS:
             if key in table.column_names:
                 column = table[key]
                 if column.null_count == len(column):
@@ -228,7 +217,7 @@ class InMemoryLogReplay:
             if "remove" in table.column_names
             else pa.nulls(n, REMOVE_SCHEMA)
         )
-        self._append_files(add, remove)
+        self._files.stage(add, remove, reconciled=from_checkpoint)
 
     def _apply_non_file(self, action: Action) -> None:
         if isinstance(action, Protocol):
@@ -241,126 +230,21 @@ class InMemoryLogReplay:
             self.domain_metadata[action.domain] = action
         # commitInfo, cdc, checkpointMetadata, sidecar: not part of the state.
 
-    def _append_files(
-        self, add: pa.Array | pa.ChunkedArray, remove: pa.Array | pa.ChunkedArray
-    ) -> None:
-        add, remove = _single_chunk(add), _single_chunk(remove)
-        is_file = pc.or_(pc.is_valid(add), pc.is_valid(remove))
-        if not pc.any(is_file).as_py():
-            return
-        seq = pa.array(range(self._next_seq, self._next_seq + len(add)), pa.int64())
-        self._next_seq += len(add)
-        rows = pa.table({"add": add, "remove": remove, SEQ: seq}).filter(is_file)
-        add, remove = rows["add"], rows["remove"]
-        is_add = pc.is_valid(add)
-        path = pc.if_else(is_add, pc.struct_field(add, "path"), pc.struct_field(remove, "path"))
-        if path.null_count:
-            raise errors.InvalidTableError(
-                "DELTA_INVALID_FILE_ACTION",
-                "a file action has no path.",
-                help="the log is corrupt; restore the commit from a backup.",
-            )
-        dv = pc.if_else(
-            is_add,
-            pc.struct_field(add, "deletionVector"),
-            pc.struct_field(remove, "deletionVector"),
-        )
-        self._pending.append(
-            pa.Table.from_arrays(
-                [add, remove, canonical_path(path), dv_unique_id(dv), rows[SEQ]], schema=FILE_SCHEMA
-            )
-        )
 
-    def _reconciled(self) -> pa.Table:
-        if not self._pending:
-            return self._base if self._base is not None else FILE_SCHEMA.empty_table()
-        pending = pa.concat_tables(self._pending).combine_chunks()
-        self._pending = []
-        winners = _last_per_key(pending)
-        if self._base is None or self._base.num_rows == 0:
-            self._base = winners
-        else:
-            self._base = pa.concat_tables([_drop_keys(self._base, winners), winners])
-        return self._base
-
-
-def canonical_path(paths: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """The replay key of a file path: scheme-less absolute paths and ``file:///`` forms become
-    ``file:/...`` (as the reference qualifies them); relative paths are unchanged."""
-    if not pc.any(pc.or_(pc.starts_with(paths, "/"), pc.starts_with(paths, "file:"))).as_py():
-        return _single_chunk(paths)
-    out = pc.replace_substring_regex(paths, pattern=r"^file:///", replacement="file:/")
-    out = pc.replace_substring_regex(out, pattern=r"^/", replacement="file:/")
-    return _single_chunk(out)
-
-
-def dv_unique_id(dv: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """``storageType + pathOrInlineDv`` (+ ``@offset``) per row; null where there is no DV."""
-    if dv.null_count == len(dv):
-        return pa.nulls(len(dv), pa.string())
-    base = pc.binary_join_element_wise(
-        pc.struct_field(dv, "storageType"), pc.struct_field(dv, "pathOrInlineDv"), ""
+def _without_data_change(table: pa.Table) -> pa.Table:
+    """The reference's state convention: file actions in a snapshot carry ``dataChange=false``."""
+    index = table.schema.get_field_index("dataChange")
+    return table.set_column(
+        index, "dataChange", pa.array(np.zeros(table.num_rows, dtype=bool), pa.bool_())
     )
-    offset = pc.cast(pc.struct_field(dv, "offset"), pa.string())
-    with_offset = pc.binary_join_element_wise(base, offset, "@")
-    return _single_chunk(pc.if_else(pc.is_null(offset), base, with_offset))
 
 
-def _last_per_key(rows: pa.Table) -> pa.Table:
-    """One row per (key, dv): the one with the highest sequence number."""
-    if rows.num_rows <= 1:
-        return rows
-    last = (
-        rows.select([KEY, DV, SEQ]).group_by([KEY, DV], use_threads=False).aggregate([(SEQ, "max")])
-    )
-    if last.num_rows == rows.num_rows:
-        return rows
-    return rows.filter(pc.is_in(rows[SEQ], value_set=last[f"{SEQ}_max"]))
-
-
-def _drop_keys(base: pa.Table, winners: pa.Table) -> pa.Table:
-    """``base`` without the rows whose (key, dv) appears in ``winners``."""
-    hit = pc.is_in(base[KEY], value_set=winners[KEY])
-    if not pc.any(hit).as_py():
-        return base
-    # Only rows sharing a path can share the full key; compare the composite on those alone.
-    candidates = pc.indices_nonzero(hit)
-    cand = base.take(candidates)
-    drop = pc.is_in(_composite(cand), value_set=_composite(winners))
-    mask = pc.fill_null(hit, False).to_numpy(zero_copy_only=False).copy()
-    mask[candidates.to_numpy()] = pc.fill_null(drop, False).to_numpy(zero_copy_only=False)
-    return base.filter(pa.array(~mask))
-
-
-def _composite(t: pa.Table) -> pa.Array:
-    return pc.binary_join_element_wise(t[KEY], pc.fill_null(t[DV], ""), "\x00")
-
-
-def _without_data_change(column: pa.ChunkedArray | pa.Array) -> pa.Array:
-    """The struct column with ``dataChange`` forced to false (the reference's state convention)."""
-    arr = _single_chunk(column)
-    if len(arr) == 0:
-        return arr
-    names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
-    children = [
-        pa.array([False] * len(arr), pa.bool_()) if n == "dataChange" else arr.field(n)
-        for n in names
-    ]
+def _as_struct(table: pa.Table, struct: pa.StructType) -> pa.StructArray:
+    combined = table.combine_chunks()
     return pa.StructArray.from_arrays(
-        children, fields=list(arr.type), mask=pc.is_null(arr) if arr.null_count else None
+        [
+            combined.column(f.name).combine_chunks() if combined.num_rows else pa.array([], f.type)
+            for f in struct
+        ],
+        fields=list(struct),
     )
-
-
-def _flatten_struct(column: pa.ChunkedArray | pa.Array, struct_type: pa.StructType) -> pa.Table:
-    arr = _without_data_change(column)
-    if len(arr) == 0:
-        return pa.schema(list(struct_type)).empty_table()
-    return pa.Table.from_arrays(
-        [arr.field(i) for i in range(struct_type.num_fields)], schema=pa.schema(list(struct_type))
-    )
-
-
-def _single_chunk(column: pa.ChunkedArray | pa.Array) -> pa.Array:
-    if isinstance(column, pa.ChunkedArray):
-        return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    return column
