@@ -181,7 +181,8 @@ class DeltaLog:
                 ) from None
             raise
         if segment is None:
-            raise errors.version_not_found(self.table_root, version, 0, current.version)
+            earliest = self._earliest_recreatable_version()
+            raise errors.version_not_found(self.table_root, version, earliest, current.version)
         return self._create_snapshot(segment, previous=None)
 
     def get_snapshot_at_timestamp(

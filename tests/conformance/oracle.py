@@ -16,7 +16,9 @@ from deltalog.partition_values import parse_partition_value
 from deltalog.snapshot import Snapshot
 
 # The shared folder sits beside the repository (CI's layout); DELTALOG_SHARED overrides it.
-SHARED = Path(os.environ.get("DELTALOG_SHARED", Path(__file__).resolve().parents[3] / "shared"))
+SHARED = Path(
+    os.environ.get("DELTALOG_SHARED", Path(__file__).resolve().parents[3] / "shared")
+).resolve()
 TABLES = SHARED / "tables"
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from deltalog import DeltaLog
+from deltalog import DeltaLog, errors
 from deltalog.log.replay import InMemoryLogReplay
 from deltalog.spark.state import replay_partition
 from tests.conformance.oracle import TABLES
@@ -110,6 +110,16 @@ def test_replaced_snapshot_drops_its_spark_cache(spark: Any, tmp_path: Path) -> 
     assert not df.storageLevel.useMemory and not df.storageLevel.useDisk
 
 
+def test_corrupt_commit_on_spark_is_a_typed_error(spark: Any, tmp_path: Path) -> None:
+    root = tmp_path / "fresh"
+    fresh_table(root)
+    last = sorted((root / "_delta_log").glob("*.json"))[-1]
+    last.write_text(last.read_text() + '{"add": {"path": "trunc\n')
+    with pytest.raises(errors.InvalidTableError) as info:
+        DeltaLog(str(root), spark=spark, engine="spark").update().all_files_arrow()
+    assert info.value.error_class == "DELTA_CORRUPT_LOG"
+
+
 def test_auto_engine_picks_spark_for_large_logs(spark: Any, monkeypatch: Any) -> None:
     import deltalog.delta_log as module
 
@@ -140,7 +150,7 @@ def test_partition_function_is_the_replay_class() -> None:
 CONNECT_SCRIPT = r"""
 import json, sys
 from pyspark.sql import SparkSession
-from deltalog import DeltaLog
+from deltalog import DeltaLog, errors
 spark = SparkSession.builder.remote("local[2]").getOrCreate()
 spark.conf.set("spark.databricks.delta.snapshotPartitions", "4")
 out = {}

@@ -89,6 +89,21 @@ def test_stale_snapshot_is_returned_and_refreshed_in_background(table: Path) -> 
     assert log.update(staleness_acceptable=True).version == first.version + 2
 
 
+def test_set_transactions(tmp_path: Path) -> None:
+    root = tmp_path / "txn"
+    for version in (3, 7):
+        write(
+            root,
+            range(version, version + 1),
+            commit_properties=deltalake.CommitProperties(
+                app_transactions=[deltalake.Transaction("ingest", version, last_updated=123)]
+            ),
+        )
+    s = DeltaLog(str(root)).update()
+    assert s.transaction_version("ingest") == 7
+    assert s.transaction_version("other") is None
+
+
 def test_every_version_and_history(table: Path) -> None:
     log = DeltaLog(str(table))
     for version in range(3):
@@ -229,3 +244,13 @@ def test_bad_arguments(table: Path) -> None:
         DeltaLog(str(table), engine="spark")
     with pytest.raises(ValueError):
         DeltaLog(str(table)).get_snapshot_at("1")  # type: ignore[arg-type]
+
+
+def test_versions_before_cleanup_are_not_found(table: Path) -> None:
+    deltalake.DeltaTable(str(table)).create_checkpoint()
+    for version in (0, 1):
+        log_file(table, version).unlink()
+    log = DeltaLog(str(table))
+    assert log.update().version == 2
+    with pytest.raises(errors.VersionNotFoundError, match=r"Available versions: \[2, 2\]"):
+        log.get_snapshot_at(0)

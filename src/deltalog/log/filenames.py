@@ -110,9 +110,3 @@ def parse_log_file(file: FileInfo) -> LogFile | None:
     if m := _CRC.match(name):
         return LogFile(file, LogFileKind.CRC, int(m.group(1)))
     return None
-
-
-def version_of_commit_name(name: str) -> int | None:
-    """The version in a commit file name, or ``None``."""
-    m = _COMMIT.match(name.rsplit("/", 1)[-1])
-    return int(m.group(1)) if m else None

@@ -85,20 +85,6 @@ def parse_commit(data: bytes, version: int, *, table: str, file: str) -> ParsedC
     return ParsedCommit(version, arrow_rows, commit_info, cdc)
 
 
-def read_commit(store: LogStore, log_file: LogFile, *, table: str) -> ParsedCommit:
-    """Read and parse one commit file."""
-    try:
-        data = store.read(log_file.path)
-    except FileNotFoundError:
-        raise errors.InvalidTableError(
-            "DELTA_LOG_FILE_NOT_FOUND",
-            f"Commit file {log_file.path} disappeared while reading.",
-            table=table,
-            help="another process may be cleaning up the log; retry.",
-        ) from None
-    return parse_commit(data, log_file.version, table=table, file=log_file.path)
-
-
 def read_commit_info(store: LogStore, log_file: LogFile, *, table: str) -> CommitInfo | None:
     """Only the ``commitInfo`` of a commit (cheap: stops at the first commitInfo line)."""
     data = store.read(log_file.path)

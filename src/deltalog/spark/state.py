@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from deltalog import errors
 from deltalog.actions import ADD_SCHEMA, REMOVE_SCHEMA, REPLAY_SCHEMA
 from deltalog.fields import conform_table
 from deltalog.log.reader import checkpoint_sidecar_paths
@@ -81,16 +82,29 @@ class SparkState:
         return self._df
 
     def active_files(self) -> pa.Table:
-        from pyspark.sql import functions as F
-
-        df = self.dataframe.where(F.col("add").isNotNull()).select("add.*")
-        return conform_table(to_arrow(df), pa.schema(list(ADD_SCHEMA)))
+        return self._collect("add", ADD_SCHEMA)
 
     def tombstones(self) -> pa.Table:
+        return self._collect("remove", REMOVE_SCHEMA)
+
+    def _collect(self, key: str, struct: pa.StructType) -> pa.Table:
         from pyspark.sql import functions as F
 
-        df = self.dataframe.where(F.col("remove").isNotNull()).select("remove.*")
-        return conform_table(to_arrow(df), pa.schema(list(REMOVE_SCHEMA)))
+        try:
+            df = self.dataframe.where(F.col(key).isNotNull()).select(f"{key}.*")
+            table = to_arrow(df)
+        except errors.DeltaError:
+            raise
+        except Exception as e:  # Spark reports a corrupt log line or file as a job failure
+            self.uncache()
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise errors.InvalidTableError(
+                "DELTA_CORRUPT_LOG",
+                f"reconstructing version {self.segment.version} on Spark failed: {first[:500]}",
+                table=self.table_root,
+                help="a commit or checkpoint file is damaged; restore it from a backup.",
+            ) from e
+        return conform_table(table, pa.schema(list(struct)))
 
     def uncache(self) -> None:
         if self._df is not None:
