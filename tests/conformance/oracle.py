@@ -130,8 +130,11 @@ def _norm(path: str, root: str) -> str:
     elif p.startswith("file:"):
         p = p[len("file:") :]
     p = unquote(p)
-    prefix = root.rstrip("/") + "/"
-    return p[len(prefix) :] if p.startswith(prefix) else p
+    # delta-rs resolves symbolic links in the URIs it returns; accept both forms of the root.
+    for prefix in {root.rstrip("/") + "/", os.path.realpath(root).rstrip("/") + "/"}:
+        if p.startswith(prefix):
+            return p[len(prefix) :]
+    return p
 
 
 def _norm_value(v: Any) -> Any:
