@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from typing import Any, ClassVar, Literal
@@ -43,8 +42,6 @@ Engine = Literal["auto", "driver", "spark"]
 # Logs larger than this replay on Spark under engine="auto" when a session is available.
 SPARK_ENGINE_THRESHOLD_BYTES = 512 * 1024 * 1024
 _MAX_CHECKPOINT_RETRIES = 2
-# Lines the Spark engine leaves to Spark: the driver only needs the non-file actions.
-_FILE_ACTION_LINE = re.compile(rb'^\s*\{\s*"(add|remove|cdc)"')
 
 
 class DeltaLog:
@@ -386,12 +383,13 @@ class DeltaLog:
                 replay.append(segment.checkpoint.version, rows, from_checkpoint=True)
         last_info: CommitInfo | None = None
         for c in commits:
-            data = self.store.read(c.path)
-            if not files:
-                data = b"\n".join(
-                    line for line in data.split(b"\n") if not _FILE_ACTION_LINE.match(line)
-                )
-            parsed = parse_commit(data, c.version, table=self.table_root, file=c.path)
+            parsed = parse_commit(
+                self.store.read(c.path),
+                c.version,
+                table=self.table_root,
+                file=c.path,
+                file_actions=files,
+            )
             replay.append(c.version, parsed.rows)
             last_info = parsed.commit_info
         if (not commits or commits[-1].version != segment.version) and segment.last_commit:

@@ -110,13 +110,21 @@ def test_replaced_snapshot_drops_its_spark_cache(spark: Any, tmp_path: Path) -> 
     assert not df.storageLevel.useMemory and not df.storageLevel.useDisk
 
 
-def test_corrupt_commit_on_spark_is_a_typed_error(spark: Any, tmp_path: Path) -> None:
+def test_corrupt_commits_on_spark_are_typed_errors(spark: Any, tmp_path: Path) -> None:
     root = tmp_path / "fresh"
     fresh_table(root)
     last = sorted((root / "_delta_log").glob("*.json"))[-1]
-    last.write_text(last.read_text() + '{"add": {"path": "trunc\n')
+    original = last.read_text()
+    # A truncated write damages the end of the file: found on the driver, before any job.
+    last.write_text(original + '{"add": {"path": "trunc')
     with pytest.raises(errors.InvalidTableError) as info:
-        DeltaLog(str(root), spark=spark, engine="spark").update().all_files_arrow()
+        DeltaLog(str(root), spark=spark, engine="spark").update()
+    assert info.value.error_class == "DELTA_CORRUPT_COMMIT"
+    # A broken file action inside a commit is only read by Spark: its job fails, typed.
+    last.write_text('{"add": {"path": "broken", "size": \n' + original)
+    snapshot = DeltaLog(str(root), spark=spark, engine="spark").update()
+    with pytest.raises(errors.InvalidTableError) as info:
+        snapshot.all_files_arrow()
     assert info.value.error_class == "DELTA_CORRUPT_LOG"
 
 
@@ -193,3 +201,24 @@ def test_spark_engine_over_spark_connect() -> None:
         )
         assert got["files"] == want
     print(f"connect tier took {time.time() - started:.1f}s")
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "delta-golden/parquet-all-types",
+        "delta-golden/table-with-columnmapping-mode-id",
+        "delta-golden/data-reader-map",
+        "delta-golden/spark-variant-checkpoint",
+        "delta-golden/decimal-various-scale-precision",
+    ],
+)
+def test_schemas_convert_to_spark_and_back(spark: Any, rel: str) -> None:
+    from deltalog.spark.schema import from_spark_schema, to_spark_schema
+
+    schema = DeltaLog(str(TABLES / rel)).update().schema
+    spark_schema = to_spark_schema(schema)
+    assert [f.name for f in spark_schema.fields] == schema.names
+    assert from_spark_schema(spark_schema) == schema
+    # Spark accepts it as a read schema (an empty DataFrame of that shape).
+    assert spark.createDataFrame([], spark_schema).schema == spark_schema

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,10 @@ if TYPE_CHECKING:
     from deltalog.storage.base import LogStore
 
 
+# Lines that are file actions, recognised without parsing them.
+_FILE_ACTION_LINE = re.compile(rb'^\s*\{\s*"(add|remove|cdc)"')
+
+
 @dataclass(slots=True)
 class ParsedCommit:
     """One commit file, split for its users.
@@ -53,8 +58,15 @@ class ParsedCommit:
     cdc: list[AddCDCFile] = field(default_factory=list)
 
 
-def parse_commit(data: bytes, version: int, *, table: str, file: str) -> ParsedCommit:
+def parse_commit(
+    data: bytes, version: int, *, table: str, file: str, file_actions: bool = True
+) -> ParsedCommit:
     """Parse the bytes of a commit file.
+
+    With ``file_actions=False`` the ``add``/``remove``/``cdc`` lines are skipped unparsed (the
+    Spark engine reads them on executors); the last line is still parsed in full, because a
+    truncated write damages the end of a file and Spark's JSON reader ignores trailing garbage
+    after a complete object.
 
     Raises:
         InvalidTableError: a line is not a JSON object with one action (e.g. a truncated last line).
@@ -62,20 +74,25 @@ def parse_commit(data: bytes, version: int, *, table: str, file: str) -> ParsedC
     rows: list[dict[str, Any]] = []
     commit_info: CommitInfo | None = None
     cdc: list[AddCDCFile] = []
-    for lineno, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
+    lines = data.split(b"\n")
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for index, line in enumerate(lines):
+        if not line.strip() or (
+            not file_actions and index != last and _FILE_ACTION_LINE.match(line)
+        ):
             continue
-        key, value = _decode_line(line, table=table, file=file, lineno=lineno)
+        key, value = _decode_line(line, table=table, file=file, lineno=index + 1)
         if key in REPLAY_SCHEMA.names:
-            rows.append({key: value})
+            if file_actions or key not in ("add", "remove"):
+                rows.append({key: value})
         elif key in ("commitInfo", "cdc"):
             try:
                 action = action_from_dict(key, value)
             except (ValueError, TypeError) as e:
-                raise errors.corrupt_commit(table, file, lineno, str(e)) from None
+                raise errors.corrupt_commit(table, file, index + 1, str(e)) from None
             if isinstance(action, CommitInfo):
                 commit_info = action
-            elif isinstance(action, AddCDCFile):
+            elif isinstance(action, AddCDCFile) and file_actions:
                 cdc.append(action)
         # Unknown action types, and checkpoint-only actions in a commit, are ignored.
     try:
