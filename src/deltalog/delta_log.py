@@ -18,7 +18,7 @@ import time
 from typing import Any, ClassVar, Literal
 
 from deltalog import errors
-from deltalog.actions import NON_FILE_KEYS, CommitInfo
+from deltalog.actions import NON_FILE_KEYS, REPLAY_ACTION_KEYS, CommitInfo
 from deltalog.log.filenames import (
     LAST_CHECKPOINT,
     LOG_DIR,
@@ -359,43 +359,9 @@ class DeltaLog:
 
     def _create_snapshot_once(self, segment: LogSegment, previous: Snapshot | None) -> Snapshot:
         engine = self._choose_engine(segment)
-        files = engine == "driver"
-        reuse = (
-            previous is not None
-            and previous.engine == engine == "driver"
-            and segment.checkpoint_version <= previous.version < segment.version
-        )
-        if reuse:
-            assert previous is not None
-            replay = previous._replay.copy()
-            commits = [c for c in segment.commits if c.version > previous.version]
-        else:
-            replay = InMemoryLogReplay()
-            commits = list(segment.commits)
-            if segment.checkpoint is not None:
-                keys = None if files else NON_FILE_KEYS
-                rows = read_checkpoint(
-                    self.store,
-                    segment.checkpoint,
-                    table=self.table_root,
-                    **({} if keys is None else {"keys": keys}),
-                )
-                replay.append(segment.checkpoint.version, rows, from_checkpoint=True)
-        last_info: CommitInfo | None = None
-        for c in commits:
-            parsed = parse_commit(
-                self.store.read(c.path),
-                c.version,
-                table=self.table_root,
-                file=c.path,
-                file_actions=files,
-            )
-            replay.append(c.version, parsed.rows)
-            last_info = parsed.commit_info
-        if (not commits or commits[-1].version != segment.version) and segment.last_commit:
-            last_info = read_commit_info(self.store, segment.last_commit, table=self.table_root)
+        replay, last_info = self._replay(segment, previous, files=engine == "driver")
         spark_state = None
-        if not files:
+        if engine == "spark":
             from deltalog.spark.state import SparkState
 
             spark_state = SparkState(self.spark, self.table_root, segment, self.store)
@@ -410,6 +376,41 @@ class DeltaLog:
         if spark_state is not None:
             spark_state.min_file_retention_timestamp = replay.min_file_retention_timestamp
         return snapshot
+
+    def _replay(
+        self, segment: LogSegment, previous: Snapshot | None, *, files: bool
+    ) -> tuple[InMemoryLogReplay, CommitInfo | None]:
+        """Replay ``segment`` on the driver: everything (``files``), or only the non-file actions
+        (the Spark engine reconstructs files). A previous driver snapshot inside the segment is
+        reused: only the commits after it are replayed."""
+        if (
+            files
+            and previous is not None
+            and previous.engine == "driver"
+            and segment.checkpoint_version <= previous.version < segment.version
+        ):
+            replay = previous._replay.copy()
+            commits = [c for c in segment.commits if c.version > previous.version]
+        else:
+            replay = InMemoryLogReplay()
+            commits = list(segment.commits)
+            if segment.checkpoint is not None:
+                keys = REPLAY_ACTION_KEYS if files else NON_FILE_KEYS
+                rows = read_checkpoint(
+                    self.store, segment.checkpoint, table=self.table_root, keys=keys
+                )
+                replay.append(segment.checkpoint.version, rows, from_checkpoint=True)
+        last_info: CommitInfo | None = None
+        for c in commits:
+            data = self.store.read(c.path)
+            parsed = parse_commit(
+                data, c.version, table=self.table_root, file=c.path, file_actions=files
+            )
+            replay.append(c.version, parsed.rows)
+            last_info = parsed.commit_info
+        if (not commits or commits[-1].version != segment.version) and segment.last_commit:
+            last_info = read_commit_info(self.store, segment.last_commit, table=self.table_root)
+        return replay, last_info
 
     def _choose_engine(self, segment: LogSegment) -> str:
         if self.engine != "auto":

@@ -7,12 +7,26 @@ import json
 
 from pyspark.sql import types as T
 
+from deltalog import errors
 from deltalog.schema import StructType, parse_schema
 
 
 def to_spark_schema(schema: StructType) -> T.StructType:
-    """The Spark ``StructType`` of a table schema."""
-    return T.StructType.fromJson(json.loads(schema.to_json()))
+    """The Spark ``StructType`` of a table schema.
+
+    Raises:
+        UnsupportedFeatureError: this PySpark has no such type (``variant`` before Spark 4.0).
+    """
+    try:
+        return T.StructType.fromJson(json.loads(schema.to_json()))
+    except ValueError as e:  # PySparkValueError: CANNOT_PARSE_DATATYPE
+        import pyspark
+
+        raise errors.UnsupportedFeatureError(
+            "DELTA_UNSUPPORTED_TYPE_FOR_SPARK",
+            f"PySpark {pyspark.__version__} cannot represent a column type of this table ({e}).",
+            help="use PySpark 4.0 or newer for variant columns.",
+        ) from None
 
 
 def from_spark_schema(schema: T.StructType) -> StructType:
