@@ -75,6 +75,15 @@ def deltalog_load(root: Path) -> int:
     return DeltaLog(str(root), engine="driver").update().all_files_arrow().num_rows
 
 
+def spark_load(spark: Any, root: Path) -> int:
+    from deltalog import DeltaLog
+
+    snapshot = DeltaLog(str(root), spark=spark, engine="spark").update()
+    n = snapshot.all_files_arrow().num_rows
+    snapshot.uncache()
+    return n
+
+
 def deltars_actions(root: Path) -> int:
     import deltalake
 
@@ -124,7 +133,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--spark",
+        action="store_true",
+        help="also time the Spark engine (local[2], session started beforehand)",
+    )
     args = parser.parse_args()
+    spark = None
+    if args.spark:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        from deltalog.spark.session import get_or_create_session
+
+        spark = get_or_create_session()
     print(
         f"{'files':>6}  {'deltalog':>9}  {'delta-rs':>9}  {'ratio':>6}  "
         f"{'rs uris':>8}  {'ratio':>6}  {'update()':>9}"
@@ -136,10 +156,15 @@ def main() -> None:
         uris, n_uris = timed(partial(deltars_uris, root), args.repeat)
         assert n_ours == n_theirs == n_uris, (n_ours, n_theirs, n_uris)
         upd = statistics.median(refresh(root) for _ in range(args.repeat))
-        print(
+        line = (
             f"{name:>6}  {ours:8.3f}s  {theirs:8.3f}s  {ours / theirs:6.2f}  "
             f"{uris:7.3f}s  {ours / uris:6.2f}  {upd * 1000:7.1f}ms   ({n_ours} files)"
         )
+        if spark is not None:
+            on_spark, n_spark = timed(partial(spark_load, spark, root), args.repeat)
+            assert n_spark == n_ours
+            line += f"  spark engine {on_spark:.2f}s (ratio {on_spark / theirs:.2f})"
+        print(line)
 
 
 if __name__ == "__main__":

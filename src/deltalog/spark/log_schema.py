@@ -42,3 +42,4 @@ def log_schema(keys: Sequence[str] = tuple(ACTIONS_BY_KEY)) -> T.StructType:
 
 
 REPLAY_LOG_SCHEMA = log_schema(REPLAY_ACTION_KEYS)
+FILE_LOG_SCHEMA = log_schema(("add", "remove"))

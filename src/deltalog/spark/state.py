@@ -24,7 +24,7 @@ from deltalog.actions import ADD_SCHEMA, REMOVE_SCHEMA, REPLAY_SCHEMA
 from deltalog.fields import conform_table
 from deltalog.log.reader import checkpoint_sidecar_paths
 from deltalog.log.replay import InMemoryLogReplay
-from deltalog.spark.log_schema import REPLAY_LOG_SCHEMA, log_schema
+from deltalog.spark.log_schema import FILE_LOG_SCHEMA, REPLAY_LOG_SCHEMA, log_schema
 from deltalog.spark.session import conf_get, ensure_no_listing_job, reader, to_arrow
 
 if TYPE_CHECKING:
@@ -119,11 +119,16 @@ def reconstruct(
     num_partitions: int,
     min_file_retention_timestamp: int | None,
 ) -> Any:
-    """The state DataFrame of ``segment`` (:data:`REPLAY_LOG_SCHEMA` rows), persisted."""
+    """The file state of ``segment`` (``add`` / ``remove`` rows), persisted."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    # Only file actions cross into Python: the driver already replayed the non-file actions, and
+    # Spark's Arrow conversion of nested log rows is what this job spends its time on.
     actions = load_actions(spark, segment, sidecars)
+    actions = actions.where(F.col("add").isNotNull() | F.col("remove").isNotNull()).select(
+        "add", "remove", VERSION_COLUMN
+    )
     path = F.coalesce(F.col("add.path"), F.col("remove.path"))
     canonical = F.regexp_replace(F.regexp_replace(path, "^file:///", "file:/"), "^/", "file:/")
     replay = functools.partial(
@@ -132,7 +137,7 @@ def reconstruct(
     state = (
         actions.repartition(num_partitions, canonical)
         .sortWithinPartitions(VERSION_COLUMN)
-        .mapInArrow(replay, REPLAY_LOG_SCHEMA)
+        .mapInArrow(replay, FILE_LOG_SCHEMA)
     )
     return state.persist(StorageLevel.MEMORY_AND_DISK)
 
@@ -178,7 +183,7 @@ def load_actions(spark: Any, segment: LogSegment, sidecars: list[str]) -> Any:
 def replay_partition(
     batches: Iterator[pa.RecordBatch], *, min_file_retention_timestamp: int | None
 ) -> Iterator[pa.RecordBatch]:
-    """Replay one path-partition (rows sorted by version) and emit its state as log rows.
+    """Replay one path-partition (rows sorted by version) and emit its file state as log rows.
 
     Runs on executors: a top-level function so it pickles.
     """
@@ -190,7 +195,7 @@ def replay_partition(
     # As in the reference, one partition is appended as a single "version": the rows are already
     # in version order, and within a valid commit no key has two actions.
     replay.append(0, rows)
-    state = replay.checkpoint().select(REPLAY_SCHEMA.names)
+    state = replay.checkpoint().select(list(FILE_LOG_SCHEMA.names))
     yield from state.to_batches(max_chunksize=10_000)
 
 
