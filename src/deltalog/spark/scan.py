@@ -1,0 +1,235 @@
+"""Reading a snapshot's rows as a Spark DataFrame with Spark's own parquet reader.
+
+The file list comes from the snapshot, never from a directory listing; files are passed as
+decoded local paths (no listing job: the discovery threshold is raised). What the parquet files
+do not hold is joined in by file:
+
+* partition values, typed from the schema (PROTOCOL.md "Partition Value Serialization");
+* deleted rows: each file's deletion vector, as (file, row index) pairs, removed by an anti-join
+  on ``_metadata.row_index``;
+* column mapping: data is read by physical name (``name``) or parquet field id (``id``) and
+  renamed to logical names (nested fields too) by a struct cast.
+
+The join key is ``_metadata.file_path``, which Spark derives from the path through Hadoop's
+``Path.toUri``; :func:`spark_file_uri` reproduces it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from deltalog import errors
+from deltalog.actions import DeletionVectorDescriptor
+from deltalog.deletion_vectors import read_deletion_vector
+from deltalog.features import is_feature_supported
+from deltalog.partition_values import parse_partition_value
+from deltalog.paths import resolve
+from deltalog.schema import (
+    ArrayType,
+    DataType,
+    MapType,
+    PrimitiveType,
+    StructField,
+    StructType,
+    to_arrow,
+)
+from deltalog.spark.schema import to_spark_schema
+from deltalog.spark.session import ensure_no_listing_job, reader
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+    from deltalog.storage.base import LogStore
+
+FILE, ROW = "__deltalog_file", "__deltalog_row"
+FIELD_ID_READ = "spark.sql.parquet.fieldId.read.enabled"
+# java.net.URI leaves these ASCII characters of a path unquoted (and all printable non-ASCII).
+_URI_SAFE = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-!.~'()*,;:$&+=/@"
+)
+# Spark's file source globs these, and Hadoop's Path cannot take ':' inside a name.
+_UNREADABLE = frozenset("*?[]{}\\:")
+
+
+def spark_file_uri(local_path: str) -> str:
+    """The ``_metadata.file_path`` Spark reports for a local file read by its plain path."""
+    out: list[str] = []
+    for ch in local_path:
+        if ch in _URI_SAFE or (ord(ch) > 127 and ch.isprintable() and not ch.isspace()):
+            out.append(ch)
+        else:
+            out.extend(f"%{b:02X}" for b in ch.encode("utf-8"))
+    return "file:" + "".join(out)
+
+
+def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore) -> Any:
+    """The rows of ``snapshot`` as a DataFrame with the table's logical schema.
+
+    Raises:
+        InvalidTableError: a data file named in the log is missing.
+        UnsupportedFeatureError: a file path Spark's file source cannot read as given.
+    """
+    schema = snapshot.schema
+    mode = column_mapping_mode(snapshot)
+    partition_names = {c.lower() for c in snapshot.partition_columns}
+    data_fields = [f for f in schema.fields if f.name.lower() not in partition_names]
+    files = snapshot.all_files_arrow()
+    logical = to_spark_schema(schema)
+    if files.num_rows == 0:
+        return spark.createDataFrame([], logical)
+    paths = [resolve(snapshot.table_root, p) for p in files["path"].to_pylist()]
+    _check_readable(snapshot.table_root, paths, store)
+    ensure_no_listing_job(spark)
+    if mode == "id":
+        spark.conf.set(FIELD_ID_READ, "true")
+    read_schema = to_spark_schema(StructType(tuple(physical_field(f, mode) for f in data_fields)))
+    df = reader(spark).schema(read_schema).parquet(*paths)
+    df = df.select("*", df["_metadata.file_path"].alias(FILE), df["_metadata.row_index"].alias(ROW))
+    keys = [spark_file_uri(p) for p in paths]
+    deleted = _deleted_rows(snapshot, store, files, keys)
+    if deleted is not None:
+        from pyspark.sql import functions as F
+
+        df = df.join(F.broadcast(_to_df(spark, deleted)), on=[FILE, ROW], how="left_anti")
+    if partition_names:
+        from pyspark.sql import functions as F
+
+        values = _partition_values(snapshot, files, keys, mode)
+        df = df.join(F.broadcast(_to_df(spark, values)), on=FILE, how="inner")
+    columns = []
+    for f, spark_field in zip(schema.fields, logical.fields, strict=True):
+        if f.name.lower() in partition_names or mode == "none":
+            columns.append(df[f.name])
+        else:
+            # A struct cast renames nested physical fields to logical ones, by position.
+            columns.append(df[f.physical_name].cast(_nullable(spark_field.dataType)).alias(f.name))
+    return df.select(*columns)
+
+
+def _nullable(t: Any) -> Any:
+    """``t`` with every nested field, element and value nullable (a cast target Spark accepts)."""
+    from pyspark.sql import types as T
+
+    if isinstance(t, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable(f.dataType), True) for f in t.fields])
+    if isinstance(t, T.ArrayType):
+        return T.ArrayType(_nullable(t.elementType), True)
+    if isinstance(t, T.MapType):
+        return T.MapType(_nullable(t.keyType), _nullable(t.valueType), True)
+    return t
+
+
+def column_mapping_mode(snapshot: Snapshot) -> str:
+    """The table's column mapping mode, honoured only when the protocol supports the feature."""
+    if not is_feature_supported(snapshot.protocol, "columnMapping"):
+        return "none"
+    return snapshot.properties.column_mapping_mode
+
+
+def physical_field(field: StructField, mode: str) -> StructField:
+    """``field`` as stored in parquet: physical names (and field ids in ``id`` mode), nested."""
+    if mode == "none":
+        return field
+    metadata: dict[str, Any] = {}
+    if mode == "id" and "delta.columnMapping.id" in field.metadata:
+        metadata["parquet.field.id"] = int(field.metadata["delta.columnMapping.id"])
+    return StructField(
+        field.physical_name, _physical_type(field.type, mode), field.nullable, metadata
+    )
+
+
+def _physical_type(t: DataType, mode: str) -> DataType:
+    if isinstance(t, StructType):
+        return StructType(tuple(physical_field(f, mode) for f in t.fields))
+    if isinstance(t, ArrayType):
+        return ArrayType(_physical_type(t.element_type, mode), t.contains_null)
+    if isinstance(t, MapType):
+        return MapType(
+            _physical_type(t.key_type, mode),
+            _physical_type(t.value_type, mode),
+            t.value_contains_null,
+        )
+    return t
+
+
+def _check_readable(table_root: str, paths: list[str], store: LogStore) -> None:
+    for path in paths:
+        name_parts = path.split("/")
+        if any(ch in _UNREADABLE for part in name_parts for ch in part):
+            raise errors.UnsupportedFeatureError(
+                "DELTA_UNREADABLE_FILE_PATH",
+                f"data file {path} has a character Spark's file source cannot read by path.",
+                table=table_root,
+            )
+        if not store.exists(path):
+            raise errors.InvalidTableError(
+                "DELTA_FILE_NOT_FOUND",
+                f"data file {path}, named in the log, does not exist.",
+                table=table_root,
+                help="restore the file, or repair the table (FSCK) to drop it from the log.",
+            )
+
+
+def _deleted_rows(
+    snapshot: Snapshot, store: LogStore, files: pa.Table, keys: list[str]
+) -> pa.Table | None:
+    column = files["deletionVector"]
+    if column.null_count == len(column):
+        return None
+    file_keys: list[pa.Array] = []
+    rows: list[pa.Array] = []
+    for key, dv in zip(keys, column.to_pylist(), strict=True):
+        if dv is None:
+            continue
+        descriptor = DeletionVectorDescriptor(
+            dv["storageType"],
+            dv["pathOrInlineDv"],
+            dv["sizeInBytes"],
+            dv["cardinality"],
+            dv["offset"],
+        )
+        deleted = read_deletion_vector(store, snapshot.table_root, descriptor)
+        rows.append(pa.array(deleted.astype("int64")))
+        file_keys.append(pa.array([key] * len(deleted), pa.string()))
+    return pa.table({FILE: pa.concat_arrays(file_keys), ROW: pa.concat_arrays(rows)})
+
+
+def _partition_values(snapshot: Snapshot, files: pa.Table, keys: list[str], mode: str) -> pa.Table:
+    schema = snapshot.schema
+    raw = [dict(pv or []) for pv in files["partitionValues"].to_pylist()]
+    columns: dict[str, pa.Array] = {FILE: pa.array(keys, pa.string())}
+    for name in snapshot.partition_columns:
+        field = schema.field(name)
+        key = field.physical_name if mode != "none" else field.name
+        try:
+            values = [parse_partition_value(_lookup(pv, key), field.type) for pv in raw]
+        except ValueError as e:
+            raise errors.InvalidTableError(
+                "DELTA_INVALID_PARTITION_VALUE",
+                f"a partition value of column {name} does not parse as {field.type}: {e}.",
+                table=snapshot.table_root,
+            ) from None
+        arrow_type = to_arrow(field.type)
+        if isinstance(field.type, PrimitiveType) and field.type.name == "binary":
+            arrow_type = pa.binary()
+        columns[field.name] = pa.array(values, arrow_type)
+    return pa.table(columns)
+
+
+def _lookup(values: dict[str, str | None], key: str) -> str | None:
+    if key in values:
+        return values[key]
+    lowered = key.lower()
+    for k, v in values.items():
+        if k.lower() == lowered:
+            return v
+    return None
+
+
+def _to_df(spark: Any, table: pa.Table) -> Any:
+    """A small Arrow table as a DataFrame (Arrow directly on Spark 4, via pandas on 3.5)."""
+    try:
+        return spark.createDataFrame(table)
+    except (TypeError, ValueError):
+        return spark.createDataFrame(table.to_pandas())

@@ -1,0 +1,53 @@
+"""Rows as comparable multisets: both sides to canonical JSON strings, sorted."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import math
+from typing import Any
+
+import pyarrow as pa
+
+
+def oracle_rows(root: str, version: int | None = None) -> pa.Table:
+    """All rows deltalake (DataFusion, which applies deletion vectors) reads."""
+    import deltalake
+
+    table = deltalake.DeltaTable(root, version=version)
+    result = deltalake.QueryBuilder().register("t", table).execute("select * from t")
+    return pa.table(result.read_all()) if hasattr(result, "read_all") else pa.table(result)
+
+
+def canonical(table: pa.Table) -> list[str]:
+    """Each row as canonical JSON (columns by name, maps as sorted pairs), sorted."""
+    names = sorted(table.column_names)
+    rows = table.select(names).to_pylist()
+    return sorted(json.dumps([_norm(r[n]) for n in names], sort_keys=True) for r in rows)
+
+
+def _norm(v: Any) -> Any:
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(dt.UTC).replace(tzinfo=None)
+        return ["ts", v.isoformat()]
+    if isinstance(v, dt.date):
+        return ["date", v.isoformat()]
+    if isinstance(v, decimal.Decimal):
+        return ["dec", format(v.normalize(), "f") if v == v else "NaN"]
+    if isinstance(v, float):
+        return ["num", "NaN" if math.isnan(v) else repr(float(v))]
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return ["num", repr(float(v))] if abs(v) < 2**53 else ["int", str(v)]
+    if isinstance(v, bytes | bytearray):
+        return ["bin", bytes(v).hex()]
+    if isinstance(v, dict):
+        return {k: _norm(x) for k, x in v.items()}
+    if isinstance(v, list):
+        if v and all(isinstance(x, tuple) and len(x) == 2 for x in v):  # an Arrow map
+            return ["map", sorted((json.dumps(_norm(k)), _norm(x)) for k, x in v)]
+        return [_norm(x) for x in v]
+    return repr(v)
