@@ -36,5 +36,34 @@ __all__ = [
     "RemoveFile",
     "SetTransaction",
     "Snapshot",
+    "register",
 ]
 __version__ = "0.1.0"
+
+
+def register(spark: object) -> str:
+    """Register ``spark.read.format("delta")`` (a Python data source; PySpark 4.0 or newer).
+
+    Returns the format name: ``"delta"``, or ``"deltalog"`` when the session already has
+    delta-spark's JVM source.
+
+    Raises:
+        UnsupportedFeatureError: this PySpark has no Python data sources (3.5); use
+            ``deltalog.tables.DeltaTable.forPath(spark, path).toDF()`` there.
+    """
+    import importlib.util
+
+    from deltalog import errors
+
+    if importlib.util.find_spec("pyspark.sql.datasource") is None:
+        import pyspark
+
+        raise errors.UnsupportedFeatureError(
+            "DELTA_DATA_SOURCE_UNAVAILABLE",
+            f"PySpark {pyspark.__version__} has no Python data sources, so format('delta') "
+            "cannot be registered.",
+            help="use deltalog.tables.DeltaTable.forPath(spark, path).toDF(), or PySpark 4.0+.",
+        )
+    from deltalog.spark.source import register as register_source
+
+    return register_source(spark)

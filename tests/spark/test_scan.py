@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from deltalog import DeltaLog, errors
 from deltalog.spark.scan import read_snapshot, spark_file_uri
+from deltalog.spark.session import to_arrow
 from deltalog.tables import DeltaTable, read_table
 from tests.conformance.oracle import TABLES, discover_tables
 from tests.conformance.rows import canonical, oracle_rows
@@ -52,25 +54,72 @@ VARIANT = {
 EDGE_TIMESTAMPS = "delta-rs/table_with_edge_timestamps"
 
 
-def ours(spark: Any, root: str, version: int | None = None) -> Any:
+ENTRIES = ["toDF", "format"]
+
+
+HAS_DATA_SOURCES = importlib.util.find_spec("pyspark.sql.datasource") is not None
+SPARK_3 = not HAS_DATA_SOURCES
+
+
+def _schema_json(root: str) -> str:
+    return DeltaLog(root).update().metadata.schema_string or ""
+
+
+@pytest.fixture(scope="module")
+def source_name(spark: Any) -> str:
+    import deltalog
+
+    if not HAS_DATA_SOURCES:
+        return "unavailable"
+    return deltalog.register(spark)
+
+
+def ours(
+    spark: Any, root: str, version: int | None = None, entry: str = "toDF", source: str = "delta"
+) -> Any:
+    """The rows through one entry point: the JVM scan (toDF) or the Python data source."""
+    if entry == "format":
+        if not HAS_DATA_SOURCES:
+            pytest.skip("Python data sources need PySpark 4.0+")
+        reader = spark.read.format(source)
+        if version is not None:
+            reader = reader.option("versionAsOf", str(version))
+        return reader.load(root)
     log = DeltaLog(root)
     snapshot = log.update() if version is None else log.get_snapshot_at(version)
     return read_snapshot(spark, snapshot, log.store)
 
 
+def expect_error(entry: str, error_class: str) -> Any:
+    """Our typed error, or (through the data source) Spark's wrapper naming it."""
+    if entry == "toDF":
+        return pytest.raises(errors.DeltaError, match=error_class)
+    return pytest.raises(Exception, match=error_class)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
 @pytest.mark.parametrize("rel", discover_tables())
-def test_rows_match_deltalake(spark: Any, rel: str) -> None:
+def test_rows_match_deltalake(spark: Any, source_name: str, rel: str, entry: str) -> None:
     root = str(TABLES / rel)
+    if entry == "format" and not HAS_DATA_SOURCES:
+        pytest.skip("Python data sources need PySpark 4.0+")
+    if SPARK_3 and rel.startswith("delta-golden/type-widening"):
+        with expect_error(entry, "needs Spark 4.0"):
+            ours(spark, root, entry=entry, source=source_name)
+        return
+    if SPARK_3 and rel not in EXPECTED_ERRORS and '"variant"' in _schema_json(root):
+        with expect_error(entry, "DELTA_UNSUPPORTED_TYPE_FOR_SPARK"):
+            ours(spark, root, entry=entry, source=source_name)
+        return
     if rel in EXPECTED_ERRORS:
-        with pytest.raises(errors.DeltaError):
-            ours(spark, root)
+        with expect_error(entry, EXPECTED_ERRORS[rel]):
+            ours(spark, root, entry=entry, source=source_name).collect()
         return
     if rel in NO_DATA_FILES:
-        with pytest.raises(errors.InvalidTableError, match="does not exist") as info:
-            ours(spark, root).collect()
-        assert info.value.error_class == "DELTA_FILE_NOT_FOUND"
+        with expect_error(entry, "DELTA_FILE_NOT_FOUND"):
+            ours(spark, root, entry=entry, source=source_name).collect()
         return
-    df = ours(spark, root)
+    df = ours(spark, root, entry=entry, source=source_name)
     if rel in DELTALAKE_DIFFERS:  # no data in these (log-only, paths are fake or absent)
         return
     if rel in DELTALAKE_REFUSES:
@@ -93,7 +142,7 @@ def test_rows_match_deltalake(spark: Any, rel: str) -> None:
         )
         return
     expected = canonical(oracle_rows(root))
-    got = canonical(df.toArrow())
+    got = canonical(to_arrow(df))
     if rel == EDGE_TIMESTAMPS:
         assert len(got) == len(expected)
         assert any("9999-12-30" in row for row in got)
@@ -111,12 +160,14 @@ def test_rows_match_deltalake(spark: Any, rel: str) -> None:
         "delta-rs/simple_table",
     ],
 )
-def test_rows_match_deltalake_at_every_version(spark: Any, rel: str) -> None:
+def test_rows_match_deltalake_at_every_version(spark: Any, source_name: str, rel: str) -> None:
     root = str(TABLES / rel)
     latest = DeltaLog(root).update().version
     for version in range(latest + 1):
         expected = canonical(oracle_rows(root, version))
-        assert canonical(ours(spark, root, version).toArrow()) == expected, f"version {version}"
+        for entry in ENTRIES:
+            got = canonical(to_arrow(ours(spark, root, version, entry, source_name)))
+            assert got == expected, f"version {version} via {entry}"
 
 
 def test_golden_row_expectations(spark: Any) -> None:
@@ -131,9 +182,17 @@ def test_golden_row_expectations(spark: Any) -> None:
     assert sorted((r.id, r.str) for r in vacuum) == [(i, f"val={i}") for i in range(100)]
 
 
-def test_type_widening_reads_the_widened_types(spark: Any) -> None:
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_type_widening_reads_the_widened_types(spark: Any, source_name: str, entry: str) -> None:
     golden = TABLES / "delta-golden"
-    rows = sorted(ours(spark, str(golden / "type-widening")).collect(), key=lambda r: r.byte_long)
+    if SPARK_3:
+        with expect_error(entry, "needs Spark 4.0"):
+            ours(spark, str(golden / "type-widening"), entry=entry, source=source_name)
+        return
+    rows = sorted(
+        ours(spark, str(golden / "type-widening"), entry=entry, source=source_name).collect(),
+        key=lambda r: r.byte_long,
+    )
     small, big = (tuple(r) for r in rows)
     d = decimal.Decimal
     assert small == (
@@ -168,7 +227,10 @@ def test_type_widening_reads_the_widened_types(spark: Any) -> None:
         dt.datetime(2024, 9, 9, 12, 34, 56, 123456),
     )
     nested = sorted(
-        ours(spark, str(golden / "type-widening-nested")).collect(), key=lambda r: r.struct.a
+        ours(
+            spark, str(golden / "type-widening-nested"), entry=entry, source=source_name
+        ).collect(),
+        key=lambda r: r.struct.a,
     )
     assert [(r.struct.a, r.map, r.array) for r in nested] == [
         (1, {2: 3}, [4, 5]),
@@ -232,3 +294,37 @@ def test_delta_table_api(spark: Any, tmp_path: Path) -> None:
     assert read_table(spark, str(root), version=0).count() == 50
     with pytest.raises(errors.InvalidArgumentError):
         read_table(spark, str(root), version=0, timestamp="2020-01-01")
+
+
+def test_register_needs_python_data_sources(spark: Any) -> None:
+    import deltalog
+
+    if HAS_DATA_SOURCES:
+        assert deltalog.register(spark) == "delta"  # no JVM Delta source in this session
+    else:
+        with pytest.raises(errors.UnsupportedFeatureError, match="no Python data sources"):
+            deltalog.register(spark)
+
+
+@pytest.mark.skipif(not HAS_DATA_SOURCES, reason="Python data sources need PySpark 4.0+")
+def test_format_options(spark: Any, source_name: str) -> None:
+    root = str(TABLES / "delta-golden/dv-partitioned-with-checkpoint")
+    read = spark.read.format(source_name)
+    assert read.option("VERSIONASOF", "0").load(root).count() == 50  # names are case-insensitive
+    assert spark.read.format(source_name).load(root).count() == 35
+    for key, value, message in [
+        ("versionAsOf", "x", "versionAsOf must be an integer"),
+        ("versionAsOf", "99", "DELTA_VERSION_NOT_FOUND"),
+        ("timestampAsOf", "yesterday", "cannot be parsed"),
+        ("nonsense", "1", "Unknown option"),
+    ]:
+        with pytest.raises(Exception, match=message):
+            spark.read.format(source_name).option(key, value).load(root).count()
+    with pytest.raises(Exception, match="Cannot specify both"):
+        (
+            spark.read.format(source_name)
+            .option("versionAsOf", "0")
+            .option("timestampAsOf", "2020-01-01")
+            .load(root)
+            .count()
+        )

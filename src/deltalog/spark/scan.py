@@ -70,6 +70,7 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore) -> Any:
         InvalidTableError: a data file named in the log is missing.
         UnsupportedFeatureError: a file path Spark's file source cannot read as given.
     """
+    _check_spark_supports(spark, snapshot)
     schema = snapshot.schema
     mode = column_mapping_mode(snapshot)
     partition_names = {c.lower() for c in snapshot.partition_columns}
@@ -118,6 +119,23 @@ def _nullable(t: Any) -> Any:
     if isinstance(t, T.MapType):
         return T.MapType(_nullable(t.keyType), _nullable(t.valueType), True)
     return t
+
+
+def _check_spark_supports(spark: Any, snapshot: Snapshot) -> None:
+    """Spark's parquet reader widens types (int to long, float to double, decimals, date to
+    timestamp_ntz) only from Spark 4.0; refuse earlier rather than fail inside a job."""
+    widening = {"typeWidening", "typeWidening-preview"} & set(
+        snapshot.protocol.reader_features or ()
+    )
+    if widening and int(str(spark.version).split(".")[0]) < 4:
+        raise errors.UnsupportedFeatureError(
+            "DELTA_UNSUPPORTED_FEATURES_FOR_READ",
+            f"reading a table with {sorted(widening)[0]} needs Spark 4.0 or newer "
+            f"(this is Spark {spark.version}).",
+            table=snapshot.table_root,
+            help="use Spark 4.0+.",
+            features=widening,
+        )
 
 
 def column_mapping_mode(snapshot: Snapshot) -> str:
@@ -228,8 +246,11 @@ def _lookup(values: dict[str, str | None], key: str) -> str | None:
 
 
 def _to_df(spark: Any, table: pa.Table) -> Any:
-    """A small Arrow table as a DataFrame (Arrow directly on Spark 4, via pandas on 3.5)."""
+    """A small Arrow table as a DataFrame (Arrow directly on Spark 4; rows on 3.5, because a
+    pandas round trip would turn null numbers into NaN)."""
     try:
         return spark.createDataFrame(table)
     except (TypeError, ValueError):
-        return spark.createDataFrame(table.to_pandas())
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        return spark.createDataFrame(table.to_pylist(), from_arrow_schema(table.schema))
