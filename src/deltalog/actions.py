@@ -65,6 +65,12 @@ class DeletionVectorDescriptor:
         Field("max_row_index", "maxRowIndex", LONG),
     )
 
+    @classmethod
+    def from_dict(cls, value: dict[str, Any]) -> DeletionVectorDescriptor:
+        """From its JSON object (wire names), e.g. an ``all_files_arrow()`` deletionVector value."""
+        descriptor: DeletionVectorDescriptor = _from_dict(cls, value)
+        return descriptor
+
     @property
     def unique_id(self) -> str:
         """``storageType + pathOrInlineDv`` (+ ``@offset``): the DV part of a file's replay key."""

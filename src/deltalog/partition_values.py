@@ -12,6 +12,15 @@ from deltalog.schema import DataType, DecimalType, PrimitiveType
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
+def lookup_partition_value(values: dict[str, str | None], key: str) -> str | None:
+    """The serialized value of partition column ``key`` (exact name first, then ignoring case,
+    as Spark resolves column names)."""
+    if key in values:
+        return values[key]
+    lowered = key.lower()
+    return next((v for k, v in values.items() if k.lower() == lowered), None)
+
+
 def parse_partition_value(raw: str | None, data_type: DataType) -> Any:
     """The typed value of one serialized partition value (``None`` and ``""`` are null).
 

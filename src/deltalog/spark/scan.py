@@ -24,7 +24,7 @@ from deltalog import errors
 from deltalog.actions import DeletionVectorDescriptor
 from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.features import is_feature_supported
-from deltalog.partition_values import parse_partition_value
+from deltalog.partition_values import lookup_partition_value, parse_partition_value
 from deltalog.paths import resolve
 from deltalog.schema import (
     ArrayType,
@@ -200,13 +200,7 @@ def _deleted_rows(
     for key, dv in zip(keys, column.to_pylist(), strict=True):
         if dv is None:
             continue
-        descriptor = DeletionVectorDescriptor(
-            dv["storageType"],
-            dv["pathOrInlineDv"],
-            dv["sizeInBytes"],
-            dv["cardinality"],
-            dv["offset"],
-        )
+        descriptor = DeletionVectorDescriptor.from_dict(dv)
         deleted = read_deletion_vector(store, snapshot.table_root, descriptor)
         rows.append(pa.array(deleted.astype("int64")))
         file_keys.append(pa.array([key] * len(deleted), pa.string()))
@@ -221,7 +215,9 @@ def _partition_values(snapshot: Snapshot, files: pa.Table, keys: list[str], mode
         field = schema.field(name)
         key = field.physical_name if mode != "none" else field.name
         try:
-            values = [parse_partition_value(_lookup(pv, key), field.type) for pv in raw]
+            values = [
+                parse_partition_value(lookup_partition_value(pv, key), field.type) for pv in raw
+            ]
         except ValueError as e:
             raise errors.InvalidTableError(
                 "DELTA_INVALID_PARTITION_VALUE",
@@ -233,16 +229,6 @@ def _partition_values(snapshot: Snapshot, files: pa.Table, keys: list[str], mode
             arrow_type = pa.binary()
         columns[field.name] = pa.array(values, arrow_type)
     return pa.table(columns)
-
-
-def _lookup(values: dict[str, str | None], key: str) -> str | None:
-    if key in values:
-        return values[key]
-    lowered = key.lower()
-    for k, v in values.items():
-        if k.lower() == lowered:
-            return v
-    return None
 
 
 def _to_df(spark: Any, table: pa.Table) -> Any:

@@ -31,7 +31,7 @@ from deltalog.actions import DeletionVectorDescriptor
 from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.delta_log import DeltaLog
 from deltalog.log.history import parse_timestamp
-from deltalog.partition_values import parse_partition_value
+from deltalog.partition_values import lookup_partition_value, parse_partition_value
 from deltalog.paths import resolve
 from deltalog.schema import (
     ArrayType,
@@ -189,15 +189,7 @@ def read_file(
     if task.deletion_vector is not None:
         dv = json.loads(task.deletion_vector)
         deleted = read_deletion_vector(
-            LocalLogStore(),
-            table_root,
-            DeletionVectorDescriptor(
-                dv["storageType"],
-                dv["pathOrInlineDv"],
-                dv["sizeInBytes"],
-                dv["cardinality"],
-                dv["offset"],
-            ),
+            LocalLogStore(), table_root, DeletionVectorDescriptor.from_dict(dv)
         )
         keep = np.ones(data.num_rows, dtype=bool)
         keep[deleted[deleted < data.num_rows].astype(np.int64)] = False
@@ -208,9 +200,7 @@ def read_file(
     for f in schema.fields:
         if f.name.lower() in lowered:
             key = f.physical_name if mode != "none" else f.name
-            raw = values.get(
-                key, next((v for k, v in values.items() if k.lower() == key.lower()), None)
-            )
+            raw = lookup_partition_value(values, key)
             value = parse_partition_value(raw, f.type)
             columns.append(pa.array([value] * data.num_rows, to_arrow(f.type)))
         else:
