@@ -141,6 +141,10 @@ def main() -> None:
             "format(delta)": lambda p=path: spark.read.format(name).load(p),
         }
         for entry, build in runs.items():
+            if entry == "format(delta)" and label == "10k files":
+                # One Python task per file: minutes here. Grouping files into tasks is to do.
+                print(f"{label:>10}  {entry:<18} skipped (one Python task per file)")
+                continue
             first = timed(lambda b=build: b().limit(1).collect())
             count = timed(lambda b=build: b().count())
             print(
