@@ -6,10 +6,6 @@ classic session. Rows are compared with the classic toDF() read of the same tabl
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -17,6 +13,7 @@ import pytest
 from deltalog.spark.session import to_arrow
 from tests.conformance.oracle import TABLES
 from tests.conformance.rows import canonical
+from tests.spark.scripts import run_script
 from tests.spark.test_scan import HAS_DATA_SOURCES, ours
 
 pytestmark = [
@@ -60,22 +57,8 @@ spark.stop()
 
 
 def run_tier(mode: str) -> dict[str, Any]:
-    env = dict(
-        os.environ,
-        PYSPARK_PYTHON=sys.executable,
-        SPARK_LOCAL_IP="127.0.0.1",
-        PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]),
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, mode, *TABLES_TO_READ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT"))
-    return json.loads(line[len("RESULT") :])
+    result: dict[str, Any] = run_script(SCRIPT, mode, *TABLES_TO_READ)
+    return result
 
 
 @pytest.mark.connect

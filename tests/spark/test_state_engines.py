@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +14,7 @@ from deltalog import DeltaLog, errors
 from deltalog.log.replay import InMemoryLogReplay
 from deltalog.spark.state import replay_partition
 from tests.conformance.oracle import TABLES
+from tests.spark.scripts import run_script
 
 pytestmark = pytest.mark.spark
 deltalake = pytest.importorskip("deltalake")
@@ -178,18 +176,8 @@ def test_spark_engine_over_spark_connect() -> None:
             "delta-golden/v2-checkpoint-parquet",
         )
     ]
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     started = time.time()
-    proc = subprocess.run(
-        [sys.executable, "-c", CONNECT_SCRIPT, *roots],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT"))
-    result = json.loads(line[len("RESULT") :])
+    result = run_script(CONNECT_SCRIPT, *roots, timeout=600)
     for root in roots:
         expected = DeltaLog(root, engine="driver").update()
         got = result[root]

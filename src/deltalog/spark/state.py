@@ -60,6 +60,8 @@ class SparkState:
         )
         self.min_file_retention_timestamp: int | None = None
         self._df: Any = None
+        # Collected once: count, size, describe and the file list all read the same rows.
+        self._collected: dict[str, pa.Table] = {}
 
     @property
     def dataframe(self) -> Any:
@@ -90,6 +92,8 @@ class SparkState:
     def _collect(self, key: str, struct: pa.StructType) -> pa.Table:
         from pyspark.sql import functions as F
 
+        if key in self._collected:
+            return self._collected[key]
         try:
             df = self.dataframe.where(F.col(key).isNotNull()).select(f"{key}.*")
             table = to_arrow(df)
@@ -104,9 +108,11 @@ class SparkState:
                 table=self.table_root,
                 help="a commit or checkpoint file is damaged; restore it from a backup.",
             ) from e
-        return conform_table(table, pa.schema(list(struct)))
+        self._collected[key] = conform_table(table, pa.schema(list(struct)))
+        return self._collected[key]
 
     def uncache(self) -> None:
+        self._collected.clear()
         if self._df is not None:
             self._df.unpersist()
             self._df = None
