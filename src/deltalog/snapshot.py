@@ -118,6 +118,28 @@ class Snapshot:
     def partition_columns(self) -> tuple[str, ...]:
         return self.metadata.partition_columns
 
+    @property
+    def column_mapping_mode(self) -> str:
+        """``none``, ``name`` or ``id``; honoured only when the protocol supports the feature."""
+        if not is_feature_supported(self.protocol, "columnMapping"):
+            return "none"
+        return self.properties.column_mapping_mode
+
+    def files_for_filter(self, where: str | None, *, time_zone: str = "UTC") -> pa.Table:
+        """The live files that may hold rows matching the SQL filter ``where`` (all for
+        ``None`` or a filter outside the subset data skipping reads): partition pruning and
+        min/max/null-count skipping, :mod:`deltalog.data_skipping`."""
+        from deltalog.data_skipping import prune_where
+
+        return prune_where(
+            self.all_files_arrow(),
+            self.schema,
+            self.partition_columns,
+            where,
+            column_mapping=self.column_mapping_mode != "none",
+            time_zone=time_zone,
+        )
+
     # -- non-file state ---------------------------------------------------------------------
 
     @property

@@ -32,6 +32,17 @@ def test_files_json_lists_active_add_actions(capsys: Any) -> None:
     assert any("deletionVector" in f for f in files)
 
 
+def test_files_where_prunes_by_partition_and_stats(capsys: Any) -> None:
+    _, every, _ = run(capsys, "files", DV_TABLE, "--json")
+    _, out, _ = run(capsys, "files", DV_TABLE, "--where", "part = 1 AND col1 >= 41", "--json")
+    expected = [
+        f["path"]
+        for f in json.loads(every)
+        if f["partitionValues"]["part"] == "1" and json.loads(f["stats"])["maxValues"]["col1"] >= 41
+    ]
+    assert [f["path"] for f in json.loads(out)] == expected and 0 < len(expected) < 15
+
+
 def test_files_at_a_version_and_timestamp(capsys: Any) -> None:
     _, out, _ = run(capsys, "files", DV_TABLE, "--version", "0", "--json")
     assert len(json.loads(out)) == 20

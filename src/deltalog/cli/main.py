@@ -69,6 +69,12 @@ def _parser() -> argparse.ArgumentParser:
         default="driver",
         help="replay the log on the driver (default) or as a Spark job",
     )
+    files.add_argument(
+        "--where",
+        metavar="FILTER",
+        help="only files that may hold rows matching this SQL filter (partition values and "
+        "min/max/null-count statistics; timestamps without a zone are UTC)",
+    )
     history = command(
         "history", "Show the commits of a table, newest first.", _history, travel=False
     )
@@ -109,7 +115,7 @@ def _describe(args: argparse.Namespace) -> int:
 
 def _files(args: argparse.Namespace) -> int:
     snapshot = _snapshot(args, engine=args.engine)
-    files = snapshot.all_files_arrow().sort_by("path")
+    files = snapshot.files_for_filter(args.where).sort_by("path")
     actions = rows_as_actions(files)
     if args.json:
         print_json(actions)

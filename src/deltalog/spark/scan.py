@@ -16,6 +16,7 @@ The join key is ``_metadata.file_path``, which Spark derives from the path throu
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -23,7 +24,6 @@ import pyarrow as pa
 from deltalog import errors
 from deltalog.actions import DeletionVectorDescriptor
 from deltalog.deletion_vectors import read_deletion_vector
-from deltalog.features import is_feature_supported
 from deltalog.partition_values import lookup_partition_value, parse_partition_value
 from deltalog.paths import resolve
 from deltalog.schema import (
@@ -36,7 +36,7 @@ from deltalog.schema import (
     to_arrow,
 )
 from deltalog.spark.schema import to_spark_schema
-from deltalog.spark.session import ensure_no_listing_job, reader
+from deltalog.spark.session import conf_get, ensure_no_listing_job, is_connect, reader
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -48,12 +48,15 @@ FIELD_ID_READ = "spark.sql.parquet.fieldId.read.enabled"
 _URI_SAFE = frozenset(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-!.~'()*,;:$&+=/@"
 )
+_PLAIN_PATH = re.compile("[A-Za-z0-9_.~'()*,;:$&+=/@!-]*")
 # Spark's file source globs these, and Hadoop's Path cannot take ':' inside a name.
 _UNREADABLE = frozenset("*?[]{}\\:")
 
 
 def spark_file_uri(local_path: str) -> str:
     """The ``_metadata.file_path`` Spark reports for a local file read by its plain path."""
+    if _PLAIN_PATH.fullmatch(local_path):
+        return "file:" + local_path
     out: list[str] = []
     for ch in local_path:
         if ch in _URI_SAFE or (ord(ch) > 127 and ch.isprintable() and not ch.isspace()):
@@ -63,8 +66,11 @@ def spark_file_uri(local_path: str) -> str:
     return "file:" + "".join(out)
 
 
-def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore) -> Any:
+def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | None = None) -> Any:
     """The rows of ``snapshot`` as a DataFrame with the table's logical schema.
+
+    ``where`` is a SQL filter: files it rules out by partition values or statistics are not
+    read at all (:mod:`deltalog.data_skipping`), and the filter is applied to the rows read.
 
     Raises:
         InvalidTableError: a data file named in the log is missing.
@@ -75,17 +81,18 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore) -> Any:
     mode = column_mapping_mode(snapshot)
     partition_names = {c.lower() for c in snapshot.partition_columns}
     data_fields = [f for f in schema.fields if f.name.lower() not in partition_names]
-    files = snapshot.all_files_arrow()
+    files = scan_files(spark, snapshot, where)
     logical = to_spark_schema(schema)
     if files.num_rows == 0:
-        return spark.createDataFrame([], logical)
+        empty = spark.createDataFrame([], logical)
+        return empty.where(where) if where else empty
     paths = [resolve(snapshot.table_root, p) for p in files["path"].to_pylist()]
     _check_readable(snapshot.table_root, paths, store)
     ensure_no_listing_job(spark)
     if mode == "id":
         spark.conf.set(FIELD_ID_READ, "true")
     read_schema = to_spark_schema(StructType(tuple(physical_field(f, mode) for f in data_fields)))
-    df = reader(spark).schema(read_schema).parquet(*paths)
+    df = read_parquet_files(spark, read_schema, paths)
     df = df.select("*", df["_metadata.file_path"].alias(FILE), df["_metadata.row_index"].alias(ROW))
     keys = [spark_file_uri(p) for p in paths]
     deleted = _deleted_rows(snapshot, store, files, keys)
@@ -105,7 +112,32 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore) -> Any:
         else:
             # A struct cast renames nested physical fields to logical ones, by position.
             columns.append(df[f.physical_name].cast(_nullable(spark_field.dataType)).alias(f.name))
-    return df.select(*columns)
+    df = df.select(*columns)
+    return df.where(where) if where else df
+
+
+def scan_files(spark: Any, snapshot: Snapshot, where: str | None) -> pa.Table:
+    """The snapshot's live files that may hold rows matching ``where`` (all when ``None``)."""
+    if not where:
+        return snapshot.all_files_arrow()
+    zone = conf_get(spark, "spark.sql.session.timeZone", "UTC")
+    return snapshot.files_for_filter(where, time_zone=zone)
+
+
+def read_parquet_files(spark: Any, schema: Any, paths: list[str]) -> Any:
+    """Spark's parquet reader over exactly ``paths``.
+
+    On a classic session the list crosses py4j as one string split in the JVM: PySpark's own
+    conversion makes one gateway round trip per path (seconds for 10k files).
+    """
+    if is_connect(spark) or any("\n" in p or "\r" in p for p in paths):
+        return reader(spark).schema(schema).parquet(*paths)
+    from pyspark.sql import DataFrame
+
+    jvm = spark.sparkContext._jvm
+    seq = jvm.scala.io.Source.fromString("\n".join(paths)).getLines().toList()
+    jreader = reader(spark).schema(schema)._jreader
+    return DataFrame(jreader.parquet(seq), spark)
 
 
 def _nullable(t: Any) -> Any:
@@ -140,9 +172,7 @@ def _check_spark_supports(spark: Any, snapshot: Snapshot) -> None:
 
 def column_mapping_mode(snapshot: Snapshot) -> str:
     """The table's column mapping mode, honoured only when the protocol supports the feature."""
-    if not is_feature_supported(snapshot.protocol, "columnMapping"):
-        return "none"
-    return snapshot.properties.column_mapping_mode
+    return snapshot.column_mapping_mode
 
 
 def physical_field(field: StructField, mode: str) -> StructField:

@@ -81,6 +81,40 @@ class FileTask(InputPartition):
     deletion_vector: str | None
 
 
+@dataclasses.dataclass(frozen=True)
+class FileGroup(InputPartition):
+    """The files one Spark task reads, in order."""
+
+    files: tuple[FileTask, ...]
+
+
+# Many small files share a task (one Python worker start per task is the fixed cost); a task
+# reads about this many bytes, and there are never fewer tasks than this (while files last).
+TASK_BYTES = 128 * 1024 * 1024
+MIN_TASKS = 8
+
+
+def group_files(tasks: list[FileTask], sizes: list[int]) -> list[FileGroup]:
+    """Consecutive files packed into groups of about equal bytes (at most ``TASK_BYTES``
+    unless one file is larger), at least ``MIN_TASKS`` groups when there are that many files."""
+    if not tasks:
+        return []
+    total = sum(sizes)
+    count = min(len(tasks), max(MIN_TASKS, -(-total // TASK_BYTES)))
+    target = total / count
+    groups: list[FileGroup] = []
+    current: list[FileTask] = []
+    filled = 0
+    for task, size in zip(tasks, sizes, strict=True):
+        if current and filled + size / 2 > target and len(groups) < count - 1:
+            groups.append(FileGroup(tuple(current)))
+            current, filled = [], 0
+        current.append(task)
+        filled += size
+    groups.append(FileGroup(tuple(current)))
+    return groups
+
+
 class DeltaDataSource(DataSource):
     """The ``delta`` format, read side."""
 
@@ -117,15 +151,19 @@ class DeltaDataSource(DataSource):
         self._schema_json = snapshot.schema.to_json()
         self._partition_columns = list(snapshot.partition_columns)
         self._mode = column_mapping_mode(snapshot)
-        files = snapshot.all_files_arrow().select(["path", "partitionValues", "deletionVector"])
-        self._tasks = [
+        files = snapshot.all_files_arrow().select(
+            ["path", "partitionValues", "deletionVector", "size"]
+        )
+        rows = files.to_pylist()
+        tasks = [
             FileTask(
                 resolve(snapshot.table_root, r["path"]),
                 json.dumps(dict(r["partitionValues"] or [])),
                 None if r["deletionVector"] is None else json.dumps(r["deletionVector"]),
             )
-            for r in files.to_pylist()
+            for r in rows
         ]
+        self._tasks = group_files(tasks, [int(r["size"] or 0) for r in rows])
 
     def schema(self) -> Any:
         return to_spark_schema(parse_schema(self._schema_json))
@@ -145,7 +183,7 @@ class DeltalogDataSource(DeltaDataSource):
 
 
 class DeltaReader(DataSourceReader):
-    """Plans one partition per file; reads it with pyarrow on the executor."""
+    """Plans one partition per group of files; reads them with pyarrow on the executor."""
 
     def __init__(
         self,
@@ -153,7 +191,7 @@ class DeltaReader(DataSourceReader):
         schema_json: str,
         partition_columns: list[str],
         mode: str,
-        tasks: list[FileTask],
+        tasks: list[FileGroup],
     ) -> None:
         self.table_root = table_root
         self.schema_json = schema_json
@@ -165,12 +203,13 @@ class DeltaReader(DataSourceReader):
         return list(self.tasks)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, FileTask):
+        if not isinstance(partition, FileGroup):
             return  # a table without files: Spark still reads one (empty) partition
         schema = parse_schema(self.schema_json)
-        yield from read_file(
-            self.table_root, schema, self.partition_columns, self.mode, partition
-        ).to_batches()
+        for task in partition.files:
+            yield from read_file(
+                self.table_root, schema, self.partition_columns, self.mode, task
+            ).to_batches()
 
 
 def read_file(

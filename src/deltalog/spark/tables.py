@@ -163,8 +163,12 @@ def read_table(
     *,
     version: int | None = None,
     timestamp: str | int | None = None,
+    where: str | None = None,
 ) -> DataFrame:
     """The rows of the table at ``path``: latest, or as of a version or a timestamp.
+
+    ``where`` (a SQL filter) is applied to the rows, and files that cannot hold a matching row
+    (by partition values or min/max/null-count statistics) are never opened.
 
     Raises:
         InvalidArgumentError: both ``version`` and ``timestamp`` are given.
@@ -180,7 +184,7 @@ def read_table(
         snapshot = log.get_snapshot_at_timestamp(ms)
     else:
         snapshot = log.update()
-    return read_snapshot(spark, snapshot, log.store)
+    return read_snapshot(spark, snapshot, log.store, where)
 
 
 def _utc(ms: int) -> dt.datetime:

@@ -1,0 +1,346 @@
+"""Partition pruning and data skipping: which of a snapshot's files may hold rows matching a
+predicate.
+
+Partition columns are evaluated exactly on each file's typed partition values (a file's rows
+all share them); other columns on the file's statistics (``numRecords``, ``minValues``,
+``maxValues``, ``nullCount``: PROTOCOL.md "Per-file Statistics"). Every answer is conservative:
+a file is dropped only when no row of it can satisfy the predicate, so the exact filter applied
+to the rows afterwards gives the same result as a full scan. Missing statistics, types without
+a safe ordering and anything the predicate model calls opaque keep the file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import zoneinfo
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pa_json
+
+from deltalog.partition_values import lookup_partition_value, parse_partition_value
+from deltalog.predicate import (
+    And,
+    Comparison,
+    In,
+    IsNull,
+    Literal,
+    Or,
+    Predicate,
+    PredicateSyntaxError,
+    parse_predicate,
+    push_down_not,
+)
+from deltalog.schema import DecimalType, PrimitiveType, StructField, StructType, to_arrow
+
+_INTEGRAL = {"byte", "short", "integer", "long"}
+_FLOATING = {"float", "double"}
+_TIMESTAMPS = {"timestamp", "timestamp_ntz"}
+# Statistics of these types are compared; others (binary, decimal, nested...) keep the file.
+_STATS_TYPES = _INTEGRAL | _FLOATING | _TIMESTAMPS | {"string", "date", "boolean"}
+# Timestamp statistics are truncated to milliseconds, so a maximum may be up to 1 ms low.
+_MAX_TRUNCATION = dt.timedelta(milliseconds=1)
+
+
+def skipping_predicate(where: str | None) -> Predicate | None:
+    """The predicate of a SQL filter, or ``None`` when there is none or it is outside the subset
+    skipping understands (then every file is kept and only the row filter applies)."""
+    if not where or not where.strip():
+        return None
+    try:
+        return push_down_not(parse_predicate(where))
+    except PredicateSyntaxError:
+        return None
+
+
+def files_matching(
+    files: pa.Table,
+    schema: StructType,
+    partition_columns: tuple[str, ...],
+    predicate: Predicate | None,
+    *,
+    column_mapping: bool = False,
+    time_zone: str = "UTC",
+) -> pa.Table:
+    """The rows of ``files`` (live ``add`` actions) that may hold rows matching ``predicate``.
+
+    ``time_zone`` interprets timestamp literals without an offset (Spark's session time zone).
+    """
+    if predicate is None or files.num_rows == 0:
+        return files
+    context = _Context(files, schema, partition_columns, column_mapping, time_zone)
+    return files.filter(context.evaluate(push_down_not(predicate)))
+
+
+class _Context:
+    """Evaluates a NOT-free predicate to a per-file "may match" mask, parsing each column's
+    partition values or statistics once."""
+
+    def __init__(
+        self,
+        files: pa.Table,
+        schema: StructType,
+        partition_columns: tuple[str, ...],
+        column_mapping: bool,
+        time_zone: str,
+    ) -> None:
+        self._files = files
+        self._fields = {f.name.lower(): f for f in schema.fields}
+        self._partitions = {c.lower() for c in partition_columns}
+        self._column_mapping = column_mapping
+        self._zone = zoneinfo.ZoneInfo(time_zone)
+        self._partition_cache: dict[str, pa.Array] = {}
+        self._stats_cache: dict[str, pa.Table | None] = {}
+        self._all = pa.array([True] * files.num_rows)
+        self._none = pa.array([False] * files.num_rows)
+
+    def evaluate(self, p: Predicate) -> pa.Array:
+        if isinstance(p, And):
+            return pc.and_(self.evaluate(p.left), self.evaluate(p.right))
+        if isinstance(p, Or):
+            return pc.or_(self.evaluate(p.left), self.evaluate(p.right))
+        if isinstance(p, (Comparison, In, IsNull)):
+            field = self._fields.get(p.column.lower())
+            if field is None:
+                return self._all
+            if field.name.lower() in self._partitions:
+                return self._on_partition(field, p)
+            return self._on_stats(field, p)
+        return self._all
+
+    # -- partition columns: exact ------------------------------------------------------------
+
+    def _on_partition(self, field: StructField, p: Comparison | In | IsNull) -> pa.Array:
+        values = self._partition_values(field)
+        if isinstance(p, IsNull):
+            return pc.is_valid(values) if p.negated else pc.is_null(values)
+        literals = [p.literal] if isinstance(p, Comparison) else list(p.values)
+        scalars = [_scalar(lit, field, self._zone) for lit in literals]
+        if any(s is _UNKNOWN for s in scalars):
+            return self._all
+        if isinstance(p, In):
+            present = [s for s in scalars if s is not None]
+            if p.negated and len(present) < len(scalars):
+                return self._none  # x NOT IN (..., NULL) is never true
+            hit = pc.is_in(values, value_set=pa.array(present, values.type))
+            hit = pc.invert(hit) if p.negated else hit
+            return pc.and_(hit, pc.is_valid(values))
+        if scalars[0] is None:
+            return self._none  # a comparison with NULL is never true
+        return pc.fill_null(_COMPARE[p.op](values, scalars[0]), False)
+
+    def _partition_values(self, field: StructField) -> pa.Array:
+        cached = self._partition_cache.get(field.name)
+        if cached is None:
+            key = field.physical_name if self._column_mapping else field.name
+            raw = self._files["partitionValues"].to_pylist()
+            typed = [
+                parse_partition_value(lookup_partition_value(dict(pv or []), key), field.type)
+                for pv in raw
+            ]
+            cached = pa.array(typed, _value_type(field))
+            self._partition_cache[field.name] = cached
+        return cached
+
+    # -- other columns: statistics -------------------------------------------------------------
+
+    def _on_stats(self, field: StructField, p: Comparison | In | IsNull) -> pa.Array:
+        stats = self._stats(field)
+        if stats is None:
+            return self._all
+        nulls, records = stats["nullCount"], stats["numRecords"]
+        if isinstance(p, IsNull):
+            if p.negated:
+                return pc.fill_null(pc.less(nulls, records), True)
+            return pc.fill_null(pc.greater(nulls, 0), True)
+        literals = [p.literal] if isinstance(p, Comparison) else list(p.values)
+        if isinstance(p, In) and p.negated:
+            return self._all
+        scalars = [_scalar(lit, field, self._zone) for lit in literals]
+        if any(s is _UNKNOWN for s in scalars):
+            return self._all
+        if not [s for s in scalars if s is not None]:
+            return self._none
+        op = p.op if isinstance(p, Comparison) else "="
+        if _type_name(field) in _FLOATING and op in (">", ">=", "!="):
+            return self._all  # NaN sorts above every number and is not in the statistics
+        lo, hi = stats["min"], stats["max"]
+        mask = self._none
+        for s in scalars:
+            if s is not None:
+                mask = pc.or_(mask, pc.fill_null(_may_hold(op, lo, hi, s), True))
+        all_null = pc.fill_null(pc.equal(nulls, records), False)
+        return pc.and_(mask, pc.invert(all_null))
+
+    def _stats(self, field: StructField) -> pa.Table | None:
+        if field.name in self._stats_cache:
+            return self._stats_cache[field.name]
+        parsed = None
+        if _type_name(field) in _STATS_TYPES and "stats" in self._files.column_names:
+            try:
+                parsed = _parse_stats(self._files["stats"], field, self._column_mapping)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                parsed = None  # statistics we cannot read decide nothing
+        self._stats_cache[field.name] = parsed
+        return parsed
+
+
+_UNKNOWN = object()
+
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "=": pc.equal,
+    "!=": pc.not_equal,
+    "<": pc.less,
+    "<=": pc.less_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
+}
+
+
+def _may_hold(op: str, lo: pa.Array, hi: pa.Array, v: pa.Scalar) -> pa.Array:
+    """Whether some value in [lo, hi] may satisfy ``value op v`` (null where unknown)."""
+    if op == "=":
+        return pc.and_kleene(pc.less_equal(lo, v), pc.greater_equal(hi, v))
+    if op == "!=":
+        return pc.invert(pc.and_kleene(pc.equal(lo, v), pc.equal(hi, v)))
+    if op in ("<", "<="):
+        return _COMPARE[op](lo, v)
+    return _COMPARE[op](hi, v)
+
+
+def _type_name(field: StructField) -> str:
+    return field.type.name if isinstance(field.type, PrimitiveType) else ""
+
+
+def _value_type(field: StructField) -> pa.DataType:
+    if _type_name(field) == "binary":
+        return pa.binary()
+    return to_arrow(field.type)
+
+
+def _scalar(lit: Literal, field: StructField, zone: dt.tzinfo) -> Any:
+    """``lit`` as a scalar of the column's Arrow type; ``None`` for NULL; ``_UNKNOWN`` when
+    Spark's coercion of this pair is not one skipping reproduces exactly."""
+    if lit.kind == "null":
+        return None
+    name = _type_name(field)
+    value: Any = _UNKNOWN
+    if isinstance(field.type, DecimalType):
+        return _UNKNOWN
+    if name in _INTEGRAL and lit.kind == "int":
+        value = lit.value
+    elif name in _INTEGRAL and lit.kind == "decimal" and lit.value == lit.value.to_integral():
+        value = int(lit.value)
+    elif name in _FLOATING and lit.kind in ("int", "float", "decimal"):
+        value = float(lit.value)
+    elif (name, lit.kind) in (("string", "string"), ("boolean", "bool")):
+        value = lit.value
+    elif name == "date" and lit.kind in ("date", "string"):
+        value = _as_date(lit.value)
+    elif name in _TIMESTAMPS and lit.kind in ("timestamp", "string", "date"):
+        value = _as_timestamp(lit.value, name == "timestamp", zone)
+    if value is _UNKNOWN or value is None:
+        return _UNKNOWN
+    try:
+        return pa.scalar(value, _value_type(field))
+    except (pa.ArrowInvalid, OverflowError, TypeError):
+        return _UNKNOWN
+
+
+def _as_date(value: Any) -> dt.date | None:
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value).strip())
+    except ValueError:
+        return None
+
+
+def _as_timestamp(value: Any, utc: bool, zone: dt.tzinfo) -> dt.datetime | None:
+    if isinstance(value, dt.datetime):
+        ts = value
+    elif isinstance(value, dt.date):
+        ts = dt.datetime(value.year, value.month, value.day)
+    else:
+        try:
+            ts = dt.datetime.fromisoformat(str(value).strip().replace(" ", "T"))
+        except ValueError:
+            return None
+    if not utc:
+        return ts.replace(tzinfo=None)
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=zone)
+    return ts.astimezone(dt.UTC)
+
+
+def _parse_stats(stats: pa.ChunkedArray, field: StructField, column_mapping: bool) -> pa.Table:
+    """``min``, ``max``, ``nullCount`` and ``numRecords`` of one column, one row per file."""
+    name = field.physical_name if column_mapping else field.name
+    value_type = _value_type(field)
+    text_type = pa.string() if _type_name(field) in _TIMESTAMPS | {"date"} else value_type
+    json_type = pa.struct([pa.field(name, text_type)])
+    schema = pa.schema(
+        [
+            ("numRecords", pa.int64()),
+            ("minValues", json_type),
+            ("maxValues", json_type),
+            ("nullCount", pa.struct([pa.field(name, pa.int64())])),
+        ]
+    )
+    lines = pc.fill_null(stats, "{}").to_pylist()
+    data = ("\n".join(line or "{}" for line in lines) + "\n").encode("utf-8")
+    table = pa_json.read_json(
+        io.BytesIO(data),
+        read_options=pa_json.ReadOptions(block_size=max(len(data) + 1, 1 << 20)),
+        parse_options=pa_json.ParseOptions(
+            explicit_schema=schema, unexpected_field_behavior="ignore"
+        ),
+    )
+    if table.num_rows != len(lines):
+        raise pa.ArrowInvalid("statistics rows do not line up with files")
+    lo = pc.struct_field(table["minValues"], name)
+    hi = pc.struct_field(table["maxValues"], name)
+    if text_type != value_type:
+        lo, hi = _cast_text(lo, value_type), _cast_text(hi, value_type)
+        if _type_name(field) in _TIMESTAMPS:
+            hi = pc.add(hi, pa.scalar(_MAX_TRUNCATION, pa.duration("us")))
+    return pa.table(
+        {
+            "min": lo,
+            "max": hi,
+            "nullCount": pc.struct_field(table["nullCount"], name),
+            "numRecords": table["numRecords"],
+        }
+    )
+
+
+def _cast_text(values: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """Date and timestamp statistics, which the log stores as ISO-8601 strings."""
+    if pa.types.is_timestamp(target):
+        # "2024-01-01T00:00:00.000Z" (timestamp) or without the zone (timestamp_ntz).
+        text = pc.replace_substring_regex(values, r"(Z|[+-]00:?00)$", "")
+        return pc.cast(pc.cast(text, pa.timestamp("us")), target)
+    return pc.cast(values, target)
+
+
+def prune_where(
+    files: pa.Table,
+    schema: StructType,
+    partition_columns: tuple[str, ...],
+    where: str | None,
+    *,
+    column_mapping: bool = False,
+    time_zone: str = "UTC",
+) -> pa.Table:
+    """:func:`files_matching` for a SQL filter text (unparseable text keeps every file)."""
+    return files_matching(
+        files,
+        schema,
+        partition_columns,
+        skipping_predicate(where),
+        column_mapping=column_mapping,
+        time_zone=time_zone,
+    )

@@ -1,0 +1,320 @@
+"""Predicates for file skipping: a small model of the filters Spark users write, and a parser
+for the SQL subset that data skipping can use.
+
+The model covers what Delta's data skipping evaluates against partition values and file
+statistics: comparisons of a column with a literal, ``IN``, ``IS [NOT] NULL``, ``BETWEEN`` and
+``AND`` / ``OR`` / ``NOT`` over them. Anything else parses to :class:`Opaque`, which skipping
+treats as "may match": the exact filter is always applied to the rows afterwards (by Spark), so
+a predicate only ever removes files that cannot hold a matching row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# Comparison operators, normalised (``==`` → ``=``, ``<>`` → ``!=``), and their mirror images
+# for a literal written on the left (``5 < x`` is ``x > 5``).
+_NORMAL = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+_MIRROR = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_NEGATE = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    """A constant. ``kind`` is one of int, decimal, float, string, bool, null, date, timestamp."""
+
+    value: Any
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """``column op literal``; ``op`` is one of ``= != < <= > >=``."""
+
+    column: str
+    op: str
+    literal: Literal
+
+
+@dataclass(frozen=True, slots=True)
+class In:
+    column: str
+    values: tuple[Literal, ...]
+    negated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class IsNull:
+    column: str
+    negated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    left: Predicate
+    right: Predicate
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    left: Predicate
+    right: Predicate
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    child: Predicate
+
+
+@dataclass(frozen=True, slots=True)
+class Opaque:
+    """A condition skipping cannot reason about (functions, two columns, ...): may match."""
+
+    text: str = ""
+
+
+Predicate = Comparison | In | IsNull | And | Or | Not | Opaque
+
+
+def negate(p: Predicate) -> Predicate:
+    """``NOT p`` with the negation pushed to the leaves (SQL: a NULL operand matches neither)."""
+    if isinstance(p, Comparison):
+        return Comparison(p.column, _NEGATE[p.op], p.literal)
+    if isinstance(p, In):
+        return In(p.column, p.values, not p.negated)
+    if isinstance(p, IsNull):
+        return IsNull(p.column, not p.negated)
+    if isinstance(p, And):
+        return Or(negate(p.left), negate(p.right))
+    if isinstance(p, Or):
+        return And(negate(p.left), negate(p.right))
+    if isinstance(p, Not):
+        return push_down_not(p.child)
+    return p
+
+
+def push_down_not(p: Predicate) -> Predicate:
+    """``p`` without :class:`Not` nodes."""
+    if isinstance(p, Not):
+        return negate(p.child)
+    if isinstance(p, And):
+        return And(push_down_not(p.left), push_down_not(p.right))
+    if isinstance(p, Or):
+        return Or(push_down_not(p.left), push_down_not(p.right))
+    return p
+
+
+def columns(p: Predicate) -> set[str]:
+    """The column names ``p`` refers to."""
+    if isinstance(p, (Comparison, In, IsNull)):
+        return {p.column}
+    if isinstance(p, (And, Or)):
+        return columns(p.left) | columns(p.right)
+    if isinstance(p, Not):
+        return columns(p.child)
+    return set()
+
+
+# -- parsing ----------------------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r"""\s*(?:
+        (?P<string>'(?:[^'\\]|\\.|'')*')
+      | (?P<quoted>`(?:[^`]|``)+`)
+      | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[lLdDfF]?(?:BD|bd)?)
+      | (?P<op><=>|==|!=|<>|<=|>=|[=<>(),])
+      | (?P<word>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
+      | (?P<minus>-)
+    )""",
+    re.VERBOSE,
+)
+_KEYWORDS = {
+    *("and", "or", "not", "in", "is", "null", "between", "true", "false", "date", "timestamp")
+}
+
+
+class PredicateSyntaxError(ValueError):
+    """The text is outside the subset data skipping understands."""
+
+
+def parse_predicate(text: str) -> Predicate:
+    """Parse a SQL filter such as ``"day >= '2024-01-01' AND id IN (1, 2)"``.
+
+    Column names are plain or dotted identifiers, or back-quoted. Raises
+    :class:`PredicateSyntaxError` for text outside the subset (callers then skip nothing).
+    """
+    parser = _Parser(_tokens(text))
+    p = parser.expression()
+    rest = parser.peek()
+    if rest is not None:
+        raise PredicateSyntaxError(f"unexpected {rest[1]!r}")
+    return p
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    pos = 0
+    text = text.rstrip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            raise PredicateSyntaxError(f"cannot read {text[pos : pos + 20]!r}")
+        kind = m.lastgroup or ""
+        out.append((kind, m.group(kind)))
+        pos = m.end()
+    return out
+
+
+class _Parser:
+    def __init__(self, tokens: list[tuple[str, str]]) -> None:
+        self._tokens = tokens
+        self._pos = 0
+
+    def peek(self) -> tuple[str, str] | None:
+        return self._tokens[self._pos] if self._pos < len(self._tokens) else None
+
+    def _next(self) -> tuple[str, str]:
+        token = self.peek()
+        if token is None:
+            raise PredicateSyntaxError("unexpected end of predicate")
+        self._pos += 1
+        return token
+
+    def _keyword(self, *words: str) -> bool:
+        token = self.peek()
+        if token and token[0] == "word" and token[1].lower() in words:
+            self._pos += 1
+            return True
+        return False
+
+    def _expect(self, value: str) -> None:
+        _, text = self._next()
+        if text.lower() != value:
+            raise PredicateSyntaxError(f"expected {value!r}, found {text!r}")
+
+    def expression(self) -> Predicate:
+        p = self._conjunction()
+        while self._keyword("or"):
+            p = Or(p, self._conjunction())
+        return p
+
+    def _conjunction(self) -> Predicate:
+        p = self._negation()
+        while self._keyword("and"):
+            p = And(p, self._negation())
+        return p
+
+    def _negation(self) -> Predicate:
+        if self._keyword("not"):
+            return Not(self._negation())
+        return self._condition()
+
+    def _condition(self) -> Predicate:
+        token = self.peek()
+        if token == ("op", "("):
+            self._next()
+            p = self.expression()
+            self._expect(")")
+            return p
+        left = self._operand()
+        if self._keyword("is"):
+            negated = self._keyword("not")
+            self._expect("null")
+            return IsNull(left, negated) if isinstance(left, str) else Opaque("IS NULL")
+        negated = self._keyword("not")
+        if self._keyword("in"):
+            return self._in(left, negated)
+        if self._keyword("between"):
+            low = self._operand()
+            self._expect("and")
+            high = self._operand()
+            p = And(_compare(left, ">=", low), _compare(left, "<=", high))
+            return Not(p) if negated else p
+        if negated:
+            raise PredicateSyntaxError("NOT must be followed by IN or BETWEEN here")
+        kind, op = self._next()
+        if kind != "op" or (op not in _NORMAL and op != "<=>"):
+            raise PredicateSyntaxError(f"expected a comparison, found {op!r}")
+        right = self._operand()
+        return Opaque(op) if op == "<=>" else _compare(left, _NORMAL[op], right)
+
+    def _in(self, left: str | Literal, negated: bool) -> Predicate:
+        self._expect("(")
+        values = [self._operand()]
+        while self.peek() == ("op", ","):
+            self._next()
+            values.append(self._operand())
+        self._expect(")")
+        if not isinstance(left, str) or not all(isinstance(v, Literal) for v in values):
+            return Opaque("IN")
+        return In(left, tuple(v for v in values if isinstance(v, Literal)), negated)
+
+    def _operand(self) -> str | Literal:
+        kind, text = self._next()
+        if kind == "minus":
+            kind, text = self._next()
+            if kind != "number":
+                raise PredicateSyntaxError("'-' must precede a number")
+            text = "-" + text
+        if kind == "number":
+            return _number(text)
+        if kind == "string":
+            return Literal(_unquote(text), "string")
+        if kind == "quoted":
+            return text[1:-1].replace("``", "`")
+        if kind == "word":
+            lowered = text.lower()
+            if lowered in ("true", "false"):
+                return Literal(lowered == "true", "bool")
+            if lowered == "null":
+                return Literal(None, "null")
+            following = self.peek()
+            if lowered in ("date", "timestamp") and following and following[0] == "string":
+                return _typed_literal(lowered, _unquote(self._next()[1]))
+            if self.peek() == ("op", "("):
+                raise PredicateSyntaxError(f"function {text}() is not used for skipping")
+            if lowered in _KEYWORDS:
+                raise PredicateSyntaxError(f"unexpected keyword {text}")
+            return text
+        raise PredicateSyntaxError(f"unexpected {text!r}")
+
+
+def _compare(left: str | Literal, op: str, right: str | Literal) -> Predicate:
+    if isinstance(left, str) and isinstance(right, Literal):
+        return Comparison(left, op, right)
+    if isinstance(left, Literal) and isinstance(right, str):
+        return Comparison(right, _MIRROR[op], left)
+    return Opaque(op)
+
+
+def _unquote(text: str) -> str:
+    body = text[1:-1].replace("''", "'")
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
+
+
+def _number(text: str) -> Literal:
+    lowered = text.lower()
+    if lowered.endswith("bd"):
+        return Literal(decimal.Decimal(text[:-2]), "decimal")
+    if lowered[-1] in "df":
+        return Literal(float(text[:-1]), "float")
+    if lowered[-1] == "l":
+        return Literal(int(text[:-1]), "int")
+    if "e" in lowered:
+        return Literal(float(text), "float")
+    if "." in text:
+        return Literal(decimal.Decimal(text), "decimal")
+    return Literal(int(text), "int")
+
+
+def _typed_literal(kind: str, text: str) -> Literal:
+    try:
+        if kind == "date":
+            return Literal(dt.date.fromisoformat(text.strip()), "date")
+        return Literal(dt.datetime.fromisoformat(text.strip().replace(" ", "T")), "timestamp")
+    except ValueError:
+        raise PredicateSyntaxError(f"not a {kind}: {text!r}") from None
