@@ -219,6 +219,11 @@ class DeltaLog:
         records.reverse()
         return records if limit is None else records[:limit]
 
+    def commit_records(self, *, recreatable_only: bool = False) -> list[CommitRecord]:
+        """Commits oldest first with their effective timestamps (ICT, else monotonized mtimes);
+        ``commit_info`` is decoded only where an in-commit timestamp was looked for."""
+        return self._commit_records(recreatable_only=recreatable_only)
+
     def replace_snapshot(self, new: Snapshot) -> None:
         """Install ``new`` as the current snapshot, dropping the old one's cached Spark state."""
         with self._lock:

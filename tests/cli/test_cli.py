@@ -104,3 +104,22 @@ def test_files_with_the_spark_engine_matches_the_driver(spark: Any) -> None:
     )
     assert on_spark.returncode == 0, on_spark.stderr[-2000:]
     assert json.loads(on_spark.stdout) == json.loads(driver.stdout)
+
+
+def test_changes_by_version_and_timestamp(capsys: Any) -> None:
+    table = str(TABLES / "delta-rs/cdf-table")
+    code, out, _ = run(capsys, "changes", table, "--from", "1", "--to", "2", "--json")
+    rows = json.loads(out)
+    assert code == 0 and len(rows) == 12
+    assert {r["_commit_version"] for r in rows} == {1, 2}
+    assert {r["_change_type"] for r in rows} == {"update_preimage", "update_postimage"}
+    _, out, _ = run(capsys, "changes", table, "--from", "2000-01-01", "--json")
+    assert len(json.loads(out)) == 23  # a start before the first commit: from version 0
+
+
+def test_changes_errors(capsys: Any) -> None:
+    table = str(TABLES / "delta-rs/cdf-table")
+    code, _, err = run(capsys, "changes", table, "--from", "9", "--json")
+    assert code == 1 and json.loads(err)["error"]["class"] == "DELTA_CDC_START_VERSION_AFTER_LATEST"
+    code, _, err = run(capsys, "changes", table, "--from", "2", "--to", "1")
+    assert code == 1 and "DELTA_INVALID_CDC_RANGE" in err

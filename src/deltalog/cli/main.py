@@ -1,4 +1,4 @@
-"""``deltalog``: describe a table, list its files, show its history.
+"""``deltalog``: describe a table, list its files, show its history and its changes.
 
 Every command takes ``--version V`` or ``--timestamp TS`` to time travel (not ``history``), and
 ``--json`` for machine output. Errors print one line and exit non-zero (1 for Delta errors).
@@ -79,6 +79,25 @@ def _parser() -> argparse.ArgumentParser:
         "history", "Show the commits of a table, newest first.", _history, travel=False
     )
     history.add_argument("--limit", type=int, help="show at most this many commits")
+    changes = command(
+        "changes",
+        "Show the change data feed: rows inserted, deleted and updated between two versions.",
+        _changes,
+        travel=False,
+    )
+    changes.add_argument(
+        "--from",
+        dest="start",
+        required=True,
+        metavar="V|TS",
+        help="first version, or a timestamp (the first commit at or after it; naive times UTC)",
+    )
+    changes.add_argument(
+        "--to",
+        dest="end",
+        metavar="V|TS",
+        help="last version, or a timestamp (the last commit at or before it); default: latest",
+    )
     return p
 
 
@@ -138,6 +157,35 @@ def _files(args: argparse.Namespace) -> int:
         f"\n{len(actions)} files, {sum(a['size'] for a in actions)} bytes, "
         f"version {snapshot.version}"
     )
+    return 0
+
+
+def _changes(args: argparse.Namespace) -> int:
+    from deltalog.change_data_feed import (
+        CdfBounds,
+        plan_changes,
+        read_plan,
+        resolve_range,
+    )
+
+    log = DeltaLog(args.table, engine="driver")
+    options = {}
+    for bound, value in (("starting", args.start), ("ending", args.end)):
+        if value is not None:
+            kind = "Version" if value.strip().isdigit() else "Timestamp"
+            options[f"{bound}{kind}"] = value
+    plan = plan_changes(
+        log, resolve_range(log, CdfBounds.from_options(options, table=log.table_root))
+    )
+    rows = read_plan(plan).to_pylist()
+    if args.json:
+        print_json(rows)
+        return 0
+    names = list(rows[0]) if rows else [f.name for f in plan.snapshot.schema.fields]
+    print_table(names, [[r[n] for n in names] for r in rows], max_width=40)
+    r = plan.range
+    span = "no versions" if r.is_empty else f"versions {r.start} to {r.end}"
+    print(f"\n{len(rows)} changed rows, {span}")
     return 0
 
 

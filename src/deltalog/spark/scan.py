@@ -87,33 +87,40 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
         empty = spark.createDataFrame([], logical)
         return empty.where(where) if where else empty
     paths = [resolve(snapshot.table_root, p) for p in files["path"].to_pylist()]
-    _check_readable(snapshot.table_root, paths, store)
+    _check_readable(snapshot.table_root, paths)
     ensure_no_listing_job(spark)
     if mode == "id":
         spark.conf.set(FIELD_ID_READ, "true")
     read_schema = to_spark_schema(StructType(tuple(physical_field(f, mode) for f in data_fields)))
-    df = read_parquet_files(spark, read_schema, paths)
+    df = read_files_or_raise(spark, read_schema, paths, snapshot.table_root, store)
     df = df.select("*", df["_metadata.file_path"].alias(FILE), df["_metadata.row_index"].alias(ROW))
     keys = [spark_file_uri(p) for p in paths]
     deleted = _deleted_rows(snapshot, store, files, keys)
     if deleted is not None:
         from pyspark.sql import functions as F
 
-        df = df.join(F.broadcast(_to_df(spark, deleted)), on=[FILE, ROW], how="left_anti")
+        df = df.join(F.broadcast(arrow_to_df(spark, deleted)), on=[FILE, ROW], how="left_anti")
     if partition_names:
         from pyspark.sql import functions as F
 
         values = _partition_values(snapshot, files, keys, mode)
-        df = df.join(F.broadcast(_to_df(spark, values)), on=FILE, how="inner")
+        df = df.join(F.broadcast(arrow_to_df(spark, values)), on=FILE, how="inner")
+    df = df.select(*logical_columns(df, schema, partition_names, mode))
+    return df.where(where) if where else df
+
+
+def logical_columns(df: Any, schema: StructType, partition_names: set[str], mode: str) -> list[Any]:
+    """The table's columns of ``df`` under their logical names, in schema order (data columns
+    are read by physical name; partition columns are already logical)."""
     columns = []
-    for f, spark_field in zip(schema.fields, logical.fields, strict=True):
+    for f, spark_field in zip(schema.fields, to_spark_schema(schema).fields, strict=True):
         if f.name.lower() in partition_names or mode == "none":
             columns.append(df[f.name])
         else:
             # A struct cast renames nested physical fields to logical ones, by position.
-            columns.append(df[f.physical_name].cast(_nullable(spark_field.dataType)).alias(f.name))
-    df = df.select(*columns)
-    return df.where(where) if where else df
+            target = nullable_type(spark_field.dataType)
+            columns.append(df[f.physical_name].cast(target).alias(f.name))
+    return columns
 
 
 def scan_files(spark: Any, snapshot: Snapshot, where: str | None) -> pa.Table:
@@ -140,16 +147,18 @@ def read_parquet_files(spark: Any, schema: Any, paths: list[str]) -> Any:
     return DataFrame(jreader.parquet(seq), spark)
 
 
-def _nullable(t: Any) -> Any:
+def nullable_type(t: Any) -> Any:
     """``t`` with every nested field, element and value nullable (a cast target Spark accepts)."""
     from pyspark.sql import types as T
 
     if isinstance(t, T.StructType):
-        return T.StructType([T.StructField(f.name, _nullable(f.dataType), True) for f in t.fields])
+        return T.StructType(
+            [T.StructField(f.name, nullable_type(f.dataType), True) for f in t.fields]
+        )
     if isinstance(t, T.ArrayType):
-        return T.ArrayType(_nullable(t.elementType), True)
+        return T.ArrayType(nullable_type(t.elementType), True)
     if isinstance(t, T.MapType):
-        return T.MapType(_nullable(t.keyType), _nullable(t.valueType), True)
+        return T.MapType(nullable_type(t.keyType), nullable_type(t.valueType), True)
     return t
 
 
@@ -201,22 +210,39 @@ def _physical_type(t: DataType, mode: str) -> DataType:
     return t
 
 
-def _check_readable(table_root: str, paths: list[str], store: LogStore) -> None:
+def _check_readable(table_root: str, paths: list[str]) -> None:
     for path in paths:
-        name_parts = path.split("/")
-        if any(ch in _UNREADABLE for part in name_parts for ch in part):
+        if any(ch in _UNREADABLE for ch in path):
             raise errors.UnsupportedFeatureError(
                 "DELTA_UNREADABLE_FILE_PATH",
                 f"data file {path} has a character Spark's file source cannot read by path.",
                 table=table_root,
             )
-        if not store.exists(path):
-            raise errors.InvalidTableError(
-                "DELTA_FILE_NOT_FOUND",
-                f"data file {path}, named in the log, does not exist.",
-                table=table_root,
-                help="restore the file, or repair the table (FSCK) to drop it from the log.",
-            )
+
+
+def read_files_or_raise(
+    spark: Any, schema: Any, paths: list[str], table_root: str, store: LogStore
+) -> Any:
+    """:func:`read_parquet_files`, with a missing file reported as a typed error naming it.
+
+    Spark checks every path while planning (it stats them anyway); only when it fails are the
+    paths checked here, to name the missing one.
+
+    Raises:
+        InvalidTableError: a data file named in the log does not exist (DELTA_FILE_NOT_FOUND).
+    """
+    try:
+        return read_parquet_files(spark, schema, paths)
+    except Exception as e:
+        missing = next((p for p in paths if not store.exists(p)), None)
+        if missing is None:
+            raise
+        raise errors.InvalidTableError(
+            "DELTA_FILE_NOT_FOUND",
+            f"data file {missing}, named in the log, does not exist.",
+            table=table_root,
+            help="restore the file, or repair the table (FSCK) to drop it from the log.",
+        ) from e
 
 
 def _deleted_rows(
@@ -238,10 +264,31 @@ def _deleted_rows(
 
 
 def _partition_values(snapshot: Snapshot, files: pa.Table, keys: list[str], mode: str) -> pa.Table:
-    schema = snapshot.schema
     raw = [dict(pv or []) for pv in files["partitionValues"].to_pylist()]
     columns: dict[str, pa.Array] = {FILE: pa.array(keys, pa.string())}
-    for name in snapshot.partition_columns:
+    columns.update(
+        typed_partition_values(
+            snapshot.schema, snapshot.partition_columns, raw, mode, snapshot.table_root
+        )
+    )
+    return pa.table(columns)
+
+
+def typed_partition_values(
+    schema: StructType,
+    partition_columns: tuple[str, ...],
+    raw: list[dict[str, str | None]],
+    mode: str,
+    table_root: str,
+) -> dict[str, pa.Array]:
+    """One typed column per partition column (logical names) from each file's serialized
+    ``partitionValues`` (keyed by physical names under column mapping).
+
+    Raises:
+        InvalidTableError: a value does not parse as its column's type.
+    """
+    columns: dict[str, pa.Array] = {}
+    for name in partition_columns:
         field = schema.field(name)
         key = field.physical_name if mode != "none" else field.name
         try:
@@ -252,16 +299,16 @@ def _partition_values(snapshot: Snapshot, files: pa.Table, keys: list[str], mode
             raise errors.InvalidTableError(
                 "DELTA_INVALID_PARTITION_VALUE",
                 f"a partition value of column {name} does not parse as {field.type}: {e}.",
-                table=snapshot.table_root,
+                table=table_root,
             ) from None
         arrow_type = to_arrow(field.type)
         if isinstance(field.type, PrimitiveType) and field.type.name == "binary":
             arrow_type = pa.binary()
         columns[field.name] = pa.array(values, arrow_type)
-    return pa.table(columns)
+    return columns
 
 
-def _to_df(spark: Any, table: pa.Table) -> Any:
+def arrow_to_df(spark: Any, table: pa.Table) -> Any:
     """A small Arrow table as a DataFrame (Arrow directly on Spark 4; rows on 3.5, because a
     pandas round trip would turn null numbers into NaN)."""
     try:

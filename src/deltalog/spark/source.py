@@ -18,29 +18,31 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from deltalog import errors
 from deltalog.actions import DeletionVectorDescriptor
+from deltalog.change_data_feed import (
+    CdfBounds,
+    ChangePlan,
+    cdc_read_schema,
+    is_cdc_read,
+    plan_changes,
+    read_change_file,
+    resolve_range,
+)
+from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logical
 from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.delta_log import DeltaLog
 from deltalog.log.history import parse_timestamp
-from deltalog.partition_values import lookup_partition_value, parse_partition_value
 from deltalog.paths import resolve
 from deltalog.schema import (
-    ArrayType,
-    DataType,
-    MapType,
-    StructField,
     StructType,
     parse_schema,
-    to_arrow,
 )
 from deltalog.spark.scan import column_mapping_mode
 from deltalog.spark.schema import to_spark_schema
@@ -82,10 +84,18 @@ class FileTask(InputPartition):
 
 
 @dataclasses.dataclass(frozen=True)
+class ChangeTask(InputPartition):
+    """One file read of a change-feed plan: the plan row (JSON) and its selected rows."""
+
+    spec: str
+    rows: tuple[int, ...] | None
+
+
+@dataclasses.dataclass(frozen=True)
 class FileGroup(InputPartition):
     """The files one Spark task reads, in order."""
 
-    files: tuple[FileTask, ...]
+    files: tuple[FileTask | ChangeTask, ...]
 
 
 # Many small files share a task (one Python worker start per task is the fixed cost); a task
@@ -94,7 +104,7 @@ TASK_BYTES = 128 * 1024 * 1024
 MIN_TASKS = 8
 
 
-def group_files(tasks: list[FileTask], sizes: list[int]) -> list[FileGroup]:
+def group_files(tasks: Sequence[FileTask | ChangeTask], sizes: list[int]) -> list[FileGroup]:
     """Consecutive files packed into groups of about equal bytes (at most ``TASK_BYTES``
     unless one file is larger), at least ``MIN_TASKS`` groups when there are that many files."""
     if not tasks:
@@ -103,7 +113,7 @@ def group_files(tasks: list[FileTask], sizes: list[int]) -> list[FileGroup]:
     count = min(len(tasks), max(MIN_TASKS, -(-total // TASK_BYTES)))
     target = total / count
     groups: list[FileGroup] = []
-    current: list[FileTask] = []
+    current: list[FileTask | ChangeTask] = []
     filled = 0
     for task, size in zip(tasks, sizes, strict=True):
         if current and filled + size / 2 > target and len(groups) < count - 1:
@@ -130,8 +140,10 @@ class DeltaDataSource(DataSource):
             raise errors.invalid_argument(f"Unknown option(s) for the delta format: {unknown}")
         if "path" not in opts:
             raise errors.invalid_argument("'path' is not specified: use .load(path)")
-        if opts.get("readchangefeed", opts.get("readchangedata", "false")).lower() == "true":
-            raise errors.invalid_argument("readChangeFeed is not supported yet by deltalog")
+        self._cdf: ChangePlan | None = None
+        if is_cdc_read(opts):
+            self._plan_changes(opts)
+            return
         if "versionasof" in opts and "timestampasof" in opts:
             raise errors.invalid_argument("Cannot specify both versionAsOf and timestampAsOf")
         log = DeltaLog.for_table(opts["path"])
@@ -165,8 +177,38 @@ class DeltaDataSource(DataSource):
         ]
         self._tasks = group_files(tasks, [int(r["size"] or 0) for r in rows])
 
+    def _plan_changes(self, opts: dict[str, str]) -> None:
+        """A change-feed read: the plan's file reads become the tasks."""
+        if "versionasof" in opts or "timestampasof" in opts:
+            raise errors.invalid_argument(
+                "versionAsOf/timestampAsOf do not apply to a change data feed read: use "
+                "startingVersion/endingVersion or startingTimestamp/endingTimestamp"
+            )
+        log = DeltaLog.for_table(opts["path"])
+        plan = plan_changes(
+            log, resolve_range(log, CdfBounds.from_options(opts, table=log.table_root))
+        )
+        snapshot = plan.snapshot
+        self._cdf = plan
+        self._table_root = snapshot.table_root
+        self._schema_json = snapshot.schema.to_json()
+        self._partition_columns = list(snapshot.partition_columns)
+        self._mode = snapshot.column_mapping_mode
+        by_spec = plan.rows_by_spec()
+        tasks = []
+        for spec in plan.files.to_pylist():
+            rows = by_spec.get(spec["spec_id"])
+            spec["partitionValues"] = dict(spec["partitionValues"] or [])
+            tasks.append(
+                ChangeTask(json.dumps(spec), None if rows is None else tuple(rows.tolist()))
+            )
+        self._tasks = group_files(tasks, [1] * len(tasks))
+
     def schema(self) -> Any:
-        return to_spark_schema(parse_schema(self._schema_json))
+        table_schema = parse_schema(self._schema_json)
+        if self._cdf is not None:
+            return to_spark_schema(cdc_read_schema(table_schema))
+        return to_spark_schema(table_schema)
 
     def reader(self, schema: Any) -> DataSourceReader:
         return DeltaReader(
@@ -207,97 +249,32 @@ class DeltaReader(DataSourceReader):
             return  # a table without files: Spark still reads one (empty) partition
         schema = parse_schema(self.schema_json)
         for task in partition.files:
-            yield from read_file(
-                self.table_root, schema, self.partition_columns, self.mode, task
-            ).to_batches()
+            if isinstance(task, ChangeTask):
+                yield from self._read_change(schema, task).to_batches()
+            else:
+                yield from read_file(
+                    self.table_root, schema, self.partition_columns, self.mode, task
+                ).to_batches()
+
+    def _read_change(self, schema: StructType, task: ChangeTask) -> pa.Table:
+        import numpy as np
+
+        layout = TableLayout(self.table_root, schema, tuple(self.partition_columns), self.mode)
+        rows = None if task.rows is None else np.array(task.rows, dtype=np.int64)
+        return read_change_file(layout, json.loads(task.spec), rows)
 
 
 def read_file(
     table_root: str, schema: StructType, partition_columns: list[str], mode: str, task: FileTask
 ) -> pa.Table:
     """One data file as logical rows (deleted rows dropped, partition columns added)."""
-    try:
-        # INT96 timestamps in nanoseconds overflow past 2262; Delta's unit is microseconds.
-        data = pq.read_table(task.path, coerce_int96_timestamp_unit="us")
-    except FileNotFoundError:
-        raise errors.InvalidTableError(
-            "DELTA_FILE_NOT_FOUND",
-            f"data file {task.path}, named in the log, does not exist.",
-            table=table_root,
-        ) from None
+    data = read_parquet(task.path, table_root)
     if task.deletion_vector is not None:
-        dv = json.loads(task.deletion_vector)
-        deleted = read_deletion_vector(
-            LocalLogStore(), table_root, DeletionVectorDescriptor.from_dict(dv)
-        )
-        keep = np.ones(data.num_rows, dtype=bool)
-        keep[deleted[deleted < data.num_rows].astype(np.int64)] = False
-        data = data.filter(pa.array(keep))
+        descriptor = DeletionVectorDescriptor.from_dict(json.loads(task.deletion_vector))
+        deleted = read_deletion_vector(LocalLogStore(), table_root, descriptor)
+        data = select_rows(data, deleted, keep_listed=False)
     values = json.loads(task.partition_values)
-    lowered = {c.lower() for c in partition_columns}
-    columns = []
-    for f in schema.fields:
-        if f.name.lower() in lowered:
-            key = f.physical_name if mode != "none" else f.name
-            raw = lookup_partition_value(values, key)
-            value = parse_partition_value(raw, f.type)
-            columns.append(pa.array([value] * data.num_rows, to_arrow(f.type)))
-        else:
-            source = _find(data.schema, data.columns, f, mode)
-            columns.append(_logical(source, f.type, mode, data.num_rows))
-    return pa.Table.from_arrays(columns, schema=schema.to_arrow())
-
-
-def _find(schema: pa.Schema | pa.StructType, children: list[Any], f: StructField, mode: str) -> Any:
-    fields = list(schema)
-    if mode == "id" and "delta.columnMapping.id" in f.metadata:
-        wanted = str(f.metadata["delta.columnMapping.id"]).encode()
-        for field, child in zip(fields, children, strict=True):
-            if (field.metadata or {}).get(_FIELD_ID) == wanted:
-                return child
-    name = f.physical_name if mode != "none" else f.name
-    for field, child in zip(fields, children, strict=True):
-        if field.name == name:
-            return child
-    return None
-
-
-def _logical(array: Any, t: DataType, mode: str, length: int) -> pa.Array:
-    """``array`` (a physical column, or None when absent) in the logical type ``t``."""
-    target = to_arrow(t)
-    if array is None:
-        return pa.nulls(length, target)
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks() if array.num_chunks else pa.array([], array.type)
-    if isinstance(t, StructType):
-        children = [
-            _logical(
-                _find(array.type, [array.field(i) for i in range(array.type.num_fields)], f, mode),
-                f.type,
-                mode,
-                len(array),
-            )
-            for f in t.fields
-        ]
-        return pa.StructArray.from_arrays(
-            children, fields=list(target), mask=array.is_null() if array.null_count else None
-        )
-    if isinstance(t, ArrayType):
-        values = _logical(array.values, t.element_type, mode, len(array.values))
-        return pa.ListArray.from_arrays(
-            array.offsets, values, type=target, mask=array.is_null() if array.null_count else None
-        )
-    if isinstance(t, MapType):
-        keys = _logical(array.keys, t.key_type, mode, len(array.keys))
-        items = _logical(array.items, t.value_type, mode, len(array.items))
-        return pa.MapArray.from_arrays(
-            array.offsets,
-            keys,
-            items,
-            type=target,
-            mask=array.is_null() if array.null_count else None,
-        )
-    return array if array.type == target else array.cast(target)
+    return to_logical(data, schema, partition_columns, mode, values)
 
 
 def _jvm_delta_present(spark: Any) -> bool:

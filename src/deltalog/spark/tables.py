@@ -203,3 +203,34 @@ def _struct(value: dict[str, Any] | None, struct: Any) -> tuple[Any, ...] | None
     if value is None:
         return None
     return tuple(value.get(f.name) for f in struct.fields)
+
+
+def read_changes(
+    spark: SparkSession,
+    path: str,
+    *,
+    starting_version: int | None = None,
+    starting_timestamp: str | None = None,
+    ending_version: int | None = None,
+    ending_timestamp: str | None = None,
+) -> DataFrame:
+    """The change data feed of the table at ``path`` (delta-spark's ``readChangeFeed`` read),
+    through Spark's parquet reader: the table's columns plus ``_change_type``,
+    ``_commit_version`` and ``_commit_timestamp``.
+
+    A version bound wins over a timestamp bound for the same end; timestamps without a zone
+    are in the session time zone.
+
+    Raises:
+        DeltaError: the typed errors of the change feed's version resolution and planning.
+    """
+    from deltalog.spark.changes import read_changes as read
+
+    options = {
+        "startingVersion": starting_version,
+        "startingTimestamp": starting_timestamp,
+        "endingVersion": ending_version,
+        "endingTimestamp": ending_timestamp,
+    }
+    given = {k: str(v) for k, v in options.items() if v is not None}
+    return read(spark, DeltaLog.for_table(path), given)

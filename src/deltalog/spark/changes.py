@@ -1,0 +1,170 @@
+"""The change data feed as a Spark DataFrame (reference ``CDCReaderImpl.changesToBatchDF``).
+
+The plan (:func:`deltalog.change_data_feed.plan_changes`) names every file read of the range;
+here Spark's parquet reader reads them all in one scan per kind (data files, change files), so
+the rows of a long range are read in parallel across the cluster:
+
+* each row is joined to the plan rows of its file (a file added in one commit and removed in a
+  later one is read once and appears twice: as inserts and as deletes);
+* deletion vectors select rows by ``_metadata.row_index``: all rows, all but the vector's, or
+  only the listed ones (a vector replaced inside a commit);
+* partition values, the change type, the commit version and the commit timestamp come from the
+  plan; change files bring their own ``_change_type``.
+
+Output: the table's columns at the range's end (logical names), then ``_change_type``,
+``_commit_version`` and ``_commit_timestamp`` (``cdcReadSchema``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.change_data_feed import (
+    ALL_ROWS,
+    CHANGE_TYPE,
+    COMMIT_TIMESTAMP,
+    COMMIT_VERSION,
+    EXCEPT_ROWS,
+    ONLY_ROWS,
+    CdfBounds,
+    ChangePlan,
+    cdc_read_schema,
+    plan_changes,
+    resolve_range,
+)
+from deltalog.schema import PrimitiveType, StructField, StructType
+from deltalog.spark.scan import (
+    FIELD_ID_READ,
+    FILE,
+    ROW,
+    arrow_to_df,
+    logical_columns,
+    physical_field,
+    read_files_or_raise,
+    spark_file_uri,
+    typed_partition_values,
+)
+from deltalog.spark.schema import to_spark_schema
+from deltalog.spark.session import conf_get, ensure_no_listing_job
+
+if TYPE_CHECKING:
+    from deltalog.delta_log import DeltaLog
+    from deltalog.storage.base import LogStore
+
+SPEC, MODE, HIT = "__deltalog_spec", "__deltalog_mode", "__deltalog_hit"
+# Plans up to this many file reads are broadcast to the scans.
+BROADCAST_ROWS = 200_000
+
+
+def read_changes(spark: Any, log: DeltaLog, options: Mapping[str, str]) -> Any:
+    """The change feed of the table for the range in ``options`` (delta-spark's names:
+    ``startingVersion`` / ``startingTimestamp``, ``endingVersion`` / ``endingTimestamp``).
+
+    Raises:
+        DeltaError: the typed errors of :func:`resolve_range` and :func:`plan_changes`.
+    """
+    zone = conf_get(spark, "spark.sql.session.timeZone", "UTC")
+    cdf_range = resolve_range(
+        log, CdfBounds.from_options(options, table=log.table_root), time_zone=zone
+    )
+    return changes_to_df(spark, plan_changes(log, cdf_range), log.store)
+
+
+def changes_to_df(spark: Any, plan: ChangePlan, store: LogStore) -> Any:
+    """The rows of ``plan`` as a DataFrame with :func:`cdc_read_schema`."""
+    snapshot = plan.snapshot
+    schema = snapshot.schema
+    out_schema = to_spark_schema(cdc_read_schema(schema))
+    if plan.files.num_rows == 0:
+        return spark.createDataFrame([], out_schema)
+    mode = snapshot.column_mapping_mode
+    partition_names = {c.lower() for c in snapshot.partition_columns}
+    data_fields = [f for f in schema.fields if f.name.lower() not in partition_names]
+    physical = StructType(tuple(physical_field(f, mode) for f in data_fields))
+    ensure_no_listing_job(spark)
+    if mode == "id":
+        spark.conf.set(FIELD_ID_READ, "true")
+    specs = _specs(spark, plan, mode)
+    is_cdc = plan.files["is_cdc"]
+    parts = []
+    data_paths = _distinct(plan.files.filter(pc.invert(is_cdc))["path"])
+    if data_paths:
+        df = _scan(spark, physical, data_paths, plan, store)
+        parts.append(_select_rows(spark, plan, df.join(specs, on=FILE, how="inner")))
+    cdc_paths = _distinct(plan.files.filter(is_cdc)["path"])
+    if cdc_paths:
+        change_fields = (*physical.fields, StructField(CHANGE_TYPE, PrimitiveType("string"), True))
+        df = _scan(spark, StructType(change_fields), cdc_paths, plan, store)
+        df = df.join(specs.drop(CHANGE_TYPE), on=FILE, how="inner")
+        parts.append(df.drop(SPEC, MODE, ROW))
+    df = parts[0]
+    for other in parts[1:]:
+        df = df.unionByName(other)
+    table_columns = logical_columns(df, schema, partition_names, mode)
+    return df.select(*table_columns, CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
+
+
+def _distinct(paths: pa.ChunkedArray) -> list[str]:
+    return [str(p) for p in pc.unique(paths).to_pylist()]
+
+
+def _scan(
+    spark: Any, physical: StructType, paths: list[str], plan: ChangePlan, store: LogStore
+) -> Any:
+    root = plan.snapshot.table_root
+    df = read_files_or_raise(spark, to_spark_schema(physical), paths, root, store)
+    file_path, row_index = df["_metadata.file_path"], df["_metadata.row_index"]
+    return df.select("*", file_path.alias(FILE), row_index.alias(ROW))
+
+
+def _select_rows(spark: Any, plan: ChangePlan, df: Any) -> Any:
+    """Rows of data files as the plan selects them (all, all but a DV's, only listed ones)."""
+    from pyspark.sql import functions as F
+
+    modes = set(plan.files["mode"].to_pylist())
+    if modes == {ALL_ROWS}:
+        return df.drop(SPEC, MODE, ROW)
+    rows = plan.rows.rename_columns([SPEC, ROW]).append_column(
+        HIT, pa.array([True] * plan.rows.num_rows)
+    )
+    rows_df = arrow_to_df(spark, rows)
+    if plan.rows.num_rows <= BROADCAST_ROWS:
+        rows_df = F.broadcast(rows_df)
+    df = df.join(rows_df, on=[SPEC, ROW], how="left")
+    hit = F.col(HIT).isNotNull()
+    keep = (
+        (F.col(MODE) == ALL_ROWS)
+        | ((F.col(MODE) == EXCEPT_ROWS) & ~hit)
+        | ((F.col(MODE) == ONLY_ROWS) & hit)
+    )
+    return df.where(keep).drop(SPEC, MODE, ROW, HIT)
+
+
+def _specs(spark: Any, plan: ChangePlan, mode: str) -> Any:
+    """The plan as a DataFrame keyed by Spark's file URI, with typed partition values."""
+    from pyspark.sql import functions as F
+
+    files = plan.files
+    snapshot = plan.snapshot
+    raw = [dict(pv or []) for pv in files["partitionValues"].to_pylist()]
+    columns: dict[str, Any] = {
+        FILE: pa.array([spark_file_uri(p) for p in files["path"].to_pylist()], pa.string()),
+        SPEC: files["spec_id"],
+        MODE: files["mode"],
+        CHANGE_TYPE: files["change_type"],
+        COMMIT_VERSION: files["version"],
+        COMMIT_TIMESTAMP: pc.cast(
+            pc.multiply(files["timestamp"], 1000), pa.timestamp("us", tz="UTC")
+        ),
+    }
+    columns.update(
+        typed_partition_values(
+            snapshot.schema, snapshot.partition_columns, raw, mode, snapshot.table_root
+        )
+    )
+    specs = arrow_to_df(spark, pa.table(columns))
+    return F.broadcast(specs) if files.num_rows <= BROADCAST_ROWS else specs

@@ -1,0 +1,99 @@
+"""The change data feed on Spark, through both entry points: ``read_changes`` (Spark's parquet
+reader) and ``spark.read.format(...).option("readChangeFeed", "true")`` (the Python data
+source), against deltalake's ``load_cdf``."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import pytest
+
+import deltalog
+from deltalog.spark.session import to_arrow
+from deltalog.tables import read_changes
+from tests.conformance.cdf import commit_times_from_commit_info, normalize, oracle_changes
+from tests.conformance.test_cdf import _write_history
+
+pytestmark = pytest.mark.spark
+deltalake = pytest.importorskip("deltalake")
+HAS_DATA_SOURCES = importlib.util.find_spec("pyspark.sql.datasource") is not None
+RANGES = {
+    "delta-rs/cdf-table-with-cdc-and-dvs": [(0, None), (2, 2), (10, 18)],
+    "delta-rs/cdf-table": [(0, None), (1, 2)],
+    "delta-rs/checkpoint-cdf-table": [(3, None)],
+}
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("spark-cdf") / "t"
+    _write_history(root, ["g"])
+    return str(root)
+
+
+def _format(spark: Any) -> str:
+    if not HAS_DATA_SOURCES:
+        pytest.skip("Python data sources need PySpark 4.0+")
+    return deltalog.register(spark)
+
+
+def _via_source(spark: Any, root: str, start: int, end: int | None) -> Any:
+    reader = spark.read.format(_format(spark)).option("readChangeFeed", "true")
+    reader = reader.option("startingVersion", start)
+    if end is not None:
+        reader = reader.option("endingVersion", end)
+    return reader.load(root)
+
+
+@pytest.mark.parametrize("rel", sorted(RANGES))
+def test_shared_tables_both_entry_points(spark: Any, copy_table: Any, rel: str) -> None:
+    root = copy_table(rel)
+    commit_times_from_commit_info(root)
+    for start, end in RANGES[rel]:
+        expected = normalize(oracle_changes(str(root), start, end))
+        jvm = read_changes(spark, str(root), starting_version=start, ending_version=end)
+        assert normalize(to_arrow(jvm)) == expected, (rel, start, end)
+        if HAS_DATA_SOURCES:
+            source = _via_source(spark, str(root), start, end)
+            assert normalize(to_arrow(source)) == expected, (rel, start, end)
+
+
+def test_written_table_and_schema(spark: Any, written: str) -> None:
+    df = read_changes(spark, written, starting_version=0)
+    assert [f.name for f in df.schema.fields] == [
+        "id",
+        "g",
+        "value",
+        "_change_type",
+        "_commit_version",
+        "_commit_timestamp",
+    ]
+    assert [f.dataType.simpleString() for f in df.schema.fields[3:]] == [
+        "string",
+        "bigint",
+        "timestamp",
+    ]
+    assert normalize(to_arrow(df)) == normalize(oracle_changes(written, 0, None))
+
+
+def test_source_options(spark: Any, written: str) -> None:
+    name = _format(spark)
+    legacy = (
+        spark.read.format(name)
+        .option("READCHANGEDATA", "TRUE")
+        .option("startingversion", 3)
+        .option("endingVersion", 3)
+        .load(written)
+    )
+    assert normalize(to_arrow(legacy)) == normalize(oracle_changes(written, 3, 3))
+    for options, error_class in [
+        ({"readChangeFeed": "true"}, "DELTA_NO_START_FOR_CDC_READ"),
+        ({"readChangeFeed": "maybe", "startingVersion": "0"}, "DELTA_ILLEGAL_OPTION"),
+        (
+            {"readChangeFeed": "true", "startingVersion": "99"},
+            "DELTA_CDC_START_VERSION_AFTER_LATEST",
+        ),
+    ]:
+        with pytest.raises(Exception, match=error_class):
+            spark.read.format(name).options(**options).load(written).collect()
