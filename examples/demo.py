@@ -4,6 +4,9 @@
 2. Time travel to version 1.
 3. Reconstruct the same state as a Spark job on a local SparkSession (mapInArrow replay) and
    check it is identical to the driver's.
+4. Read rows as DataFrames: the latest version, a filtered read that skips files, version 1
+   through ``spark.read.format("delta")``.
+5. Read the change data feed of the delete and the update (versions 2 and 3).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from deltalog import DeltaLog
 from deltalog.cli.output import format_ms, print_mapping, print_table, rows_as_actions
@@ -82,8 +86,33 @@ def main() -> int:
         f"Spark engine: version {on_spark.version}, {on_spark.num_of_files} files, "
         f"identical to the driver engine: {same} ({time.time() - started:.1f}s)"
     )
+    ok = same and rows_and_changes(spark, log)
     spark.stop()
-    return 0 if same else 1
+    return 0 if ok else 1
+
+
+def rows_and_changes(spark: Any, log: DeltaLog) -> bool:
+    import deltalog
+    from deltalog.tables import DeltaTable, read_changes, read_table
+
+    section("rows as DataFrames")
+    df = DeltaTable.forPath(spark, str(TABLE)).toDF()
+    print(f"toDF(): {df.count()} rows; by city:")
+    df.groupBy("city").count().orderBy("city").show()
+    where = "city = 'Oslo' AND fare > 20"
+    filtered = read_table(spark, str(TABLE), where=where)
+    opened, total = len(filtered.inputFiles()), log.update().num_of_files
+    print(f"read_table(where={where!r}): {filtered.count()} rows, opened {opened} of {total} files")
+    name = deltalog.register(spark)
+    v1 = spark.read.format(name).option("versionAsOf", 1).load(str(TABLE))
+    print(f'spark.read.format("{name}").option("versionAsOf", 1): {v1.count()} rows')
+
+    section("change data feed, versions 2 to 3 (a delete, then an update)")
+    changes = read_changes(spark, str(TABLE), starting_version=2, ending_version=3)
+    changes.groupBy("_commit_version", "_change_type").count().orderBy(
+        "_commit_version", "_change_type"
+    ).show()
+    return opened < total
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logic
 from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.log.filenames import LogFileKind, parse_log_file, version_prefix
 from deltalog.log.history import parse_timestamp, version_at_timestamp
+from deltalog.log.history import time_zone as parse_time_zone
 from deltalog.log.reader import parse_commit
 from deltalog.paths import resolve
 from deltalog.schema import PrimitiveType, StructField, StructType
@@ -160,7 +161,7 @@ def resolve_range(log: DeltaLog, bounds: CdfBounds, *, time_zone: str = "UTC") -
     """
     table = log.table_root
     latest = log.update().version
-    zone = _zone(time_zone)
+    zone = parse_time_zone(time_zone)
     records = log.commit_records(recreatable_only=False)
     start_ts: int | None = None
     if bounds.starting_version is not None:
@@ -198,12 +199,6 @@ def resolve_range(log: DeltaLog, bounds: CdfBounds, *, time_zone: str = "UTC") -
             help="give an ending version or timestamp at or after the start.",
         )
     return CdfRange(start, end)
-
-
-def _zone(name: str) -> dt.tzinfo:
-    import zoneinfo
-
-    return dt.UTC if name.upper() in ("UTC", "Z", "GMT") else zoneinfo.ZoneInfo(name)
 
 
 def _timestamp(text: str, option: str, zone: dt.tzinfo, table: str) -> int:

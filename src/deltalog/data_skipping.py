@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import zoneinfo
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from deltalog.log.history import time_zone as parse_time_zone
 from deltalog.partition_values import lookup_partition_value, parse_partition_value
 from deltalog.predicate import (
     And,
@@ -91,7 +91,7 @@ class _Context:
         self._fields = {f.name.lower(): f for f in schema.fields}
         self._partitions = {c.lower() for c in partition_columns}
         self._column_mapping = column_mapping
-        self._zone = zoneinfo.ZoneInfo(time_zone)
+        self._zone = parse_time_zone(time_zone)
         self._partition_cache: dict[str, pa.Array] = {}
         self._stats_cache: dict[str, pa.Table | None] = {}
         self._all = pa.array([True] * files.num_rows)

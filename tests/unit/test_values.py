@@ -152,3 +152,21 @@ def test_feature_sets() -> None:
     with pytest.raises(errors.UnsupportedFeatureError) as info:
         check_read_supported(Protocol(3, 7, ("catalogManaged", "x"), ()), "/t")
     assert info.value.features == ("catalogManaged", "x")
+
+
+@pytest.mark.parametrize(
+    ("name", "offset_hours"),
+    [("UTC", 0), ("+08:00", 8), ("-03:30", -3.5), ("GMT+2", 2), ("Asia/Shanghai", 8)],
+)
+def test_session_time_zones(name: str, offset_hours: float) -> None:
+    from deltalog.log.history import time_zone
+
+    at = dt.datetime(2024, 1, 15, 12, 0)
+    assert time_zone(name).utcoffset(at) == dt.timedelta(hours=offset_hours)
+
+
+def test_unknown_time_zone_is_a_typed_error() -> None:
+    from deltalog.log.history import time_zone
+
+    with pytest.raises(errors.InvalidArgumentError):
+        time_zone("Mars/Olympus")

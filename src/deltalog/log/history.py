@@ -126,3 +126,26 @@ def parse_timestamp(text: str, default_tz: dt.tzinfo = dt.UTC) -> int:
     if value.tzinfo is None:
         value = value.replace(tzinfo=default_tz)
     return int(value.timestamp() * 1000)
+
+
+def time_zone(name: str) -> dt.tzinfo:
+    """A Spark session time zone by name: a region (``Europe/Lisbon``), ``UTC``, or an offset
+    (``+08:00``, ``GMT-3``).
+
+    Raises:
+        InvalidArgumentError: the name is none of these.
+    """
+    text = name.strip()
+    offset = re.fullmatch(r"(?:UTC|GMT)?([+-])(\d{1,2}):?(\d{2})?", text)
+    if offset:
+        sign = -1 if offset.group(1) == "-" else 1
+        minutes = int(offset.group(2)) * 60 + int(offset.group(3) or 0)
+        return dt.timezone(sign * dt.timedelta(minutes=minutes))
+    if text.upper() in ("UTC", "Z", "GMT"):
+        return dt.UTC
+    import zoneinfo
+
+    try:
+        return zoneinfo.ZoneInfo(text)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise errors.invalid_argument(f"unknown time zone {name!r}") from None

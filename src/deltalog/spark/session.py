@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pyarrow as pa
+
+from deltalog.log.history import time_zone
 
 # Spark lists every explicit input path in a job of its own above this many paths; the log and
 # the snapshot already know every file, so never let it.
@@ -31,6 +34,11 @@ def conf_get(spark: Any, key: str, default: str) -> str:
     except Exception:  # Connect raises for unknown keys on some versions
         return default
     return default if value is None else str(value)
+
+
+def session_time_zone(spark: Any) -> dt.tzinfo:
+    """``spark.sql.session.timeZone`` (UTC when unset)."""
+    return time_zone(conf_get(spark, "spark.sql.session.timeZone", "UTC"))
 
 
 def ensure_no_listing_job(spark: Any) -> None:

@@ -13,6 +13,7 @@ from deltalog.delta_log import DeltaLog
 from deltalog.log.history import parse_timestamp
 from deltalog.snapshot import Snapshot
 from deltalog.spark.scan import read_snapshot
+from deltalog.spark.session import session_time_zone
 
 HISTORY_SCHEMA = T.StructType(
     [
@@ -180,7 +181,8 @@ def read_table(
     if version is not None:
         snapshot = log.get_snapshot_at(version)
     elif timestamp is not None:
-        ms = timestamp if isinstance(timestamp, int) else parse_timestamp(timestamp)
+        zone = session_time_zone(spark)
+        ms = timestamp if isinstance(timestamp, int) else parse_timestamp(timestamp, zone)
         snapshot = log.get_snapshot_at_timestamp(ms)
     else:
         snapshot = log.update()

@@ -1,0 +1,143 @@
+"""Change data feed: deltalog against deltalake's ``load_cdf`` on the same table, same run.
+
+Table (cached under bench/_data/cdf-1m): 1,000,000 rows in 20 partitions with the change feed
+on, then 100 commits written by deltalake: 50 appends of 1,000 rows, 25 deletes and 25 updates
+(each rewriting one partition and writing change files).
+
+For the ranges [1, 100] (the 100 commits) and [0, 100] (plus the 1M-row first write) it prints
+the time to the full result (count, and rows to Arrow on the driver) for ``read_changes``
+(Spark's parquet reader), ``spark.read.format("delta").option("readChangeFeed", "true")`` (the
+Python data source) and deltalake's ``load_cdf``, with ratios. Run by hand:
+``python bench/cdf.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "_data"
+PARTITIONS = 20
+
+
+def make_table(root: Path) -> None:
+    if (root / "_delta_log" / f"{100:020d}.json").exists():
+        return
+    import shutil
+
+    import deltalake
+
+    shutil.rmtree(root, ignore_errors=True)
+    n = 1_000_000
+    table = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "part": pa.array([i % PARTITIONS for i in range(n)], pa.int32()),
+            "value": pa.array([i * 0.25 for i in range(n)]),
+            "name": pa.array([f"name-{i % 1000}" for i in range(n)]),
+        }
+    )
+    deltalake.write_deltalake(
+        str(root),
+        table,
+        partition_by=["part"],
+        configuration={"delta.enableChangeDataFeed": "true"},
+    )
+    next_id = n
+    for i in range(100):
+        dt = deltalake.DeltaTable(str(root))
+        if i % 2 == 0:
+            ids = range(next_id, next_id + 1000)
+            next_id += 1000
+            batch = pa.table(
+                {
+                    "id": pa.array(ids, pa.int64()),
+                    "part": pa.array([j % PARTITIONS for j in ids], pa.int32()),
+                    "value": pa.array([j * 0.25 for j in ids]),
+                    "name": pa.array([f"new-{j}" for j in ids]),
+                }
+            )
+            deltalake.write_deltalake(str(root), batch, mode="append")
+        elif i % 4 == 1:
+            dt.delete(f"part = {i % PARTITIONS} AND id % 97 = {i % 97}")
+        else:
+            dt.update(
+                predicate=f"part = {i % PARTITIONS} AND id % 89 = {i % 89}",
+                updates={"value": "value + 1"},
+            )
+
+
+def timed(fn: Callable[[], Any], repeat: int = 3) -> tuple[float, Any]:
+    times, result = [], None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), result
+
+
+def main() -> None:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    import deltalake
+
+    import deltalog
+    from deltalog.spark.session import get_or_create_session, to_arrow
+    from deltalog.tables import read_changes
+
+    DATA.mkdir(exist_ok=True)
+    root = DATA / "cdf-1m"
+    make_table(root)
+    path = str(root)
+    spark = get_or_create_session()
+    name = deltalog.register(spark)
+
+    def source(start: int, end: int) -> Any:
+        return (
+            spark.read.format(name)
+            .option("readChangeFeed", "true")
+            .option("startingVersion", start)
+            .option("endingVersion", end)
+            .load(path)
+        )
+
+    print(f"{'range':>9}  {'path':<22} {'count':>8} {'ratio':>6} {'to Arrow':>9} {'ratio':>6} rows")
+    for start, end in ((1, 100), (0, 100)):
+        rs, rs_rows = timed(
+            lambda s=start, e=end: (
+                deltalake.DeltaTable(path)
+                .load_cdf(starting_version=s, ending_version=e)
+                .read_all()
+                .num_rows
+            )
+        )
+        runs: dict[str, Callable[[], Any]] = {
+            "read_changes()": lambda s=start, e=end: read_changes(
+                spark, path, starting_version=s, ending_version=e
+            ),
+            "format(delta) CDF": lambda s=start, e=end: source(s, e),
+        }
+        label = f"[{start}, {end}]"
+        for entry, build in runs.items():
+            count_s, count = timed(lambda b=build: b().count())
+            arrow_s, table = timed(lambda b=build: to_arrow(b()))
+            assert count == rs_rows == table.num_rows, (entry, count, rs_rows)
+            print(
+                f"{label:>9}  {entry:<22} {count_s:7.2f}s {count_s / rs:6.1f} "
+                f"{arrow_s:8.2f}s {arrow_s / rs:6.1f} {count}"
+            )
+        print(
+            f"{label:>9}  {'deltalake load_cdf':<22} {rs:7.2f}s {1:6.1f} {rs:8.2f}s {1:6.1f} {rs_rows}"
+        )
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
