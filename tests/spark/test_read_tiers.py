@@ -6,11 +6,13 @@ classic session. Rows are compared with the classic toDF() read of the same tabl
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from deltalog.spark.session import to_arrow
+from deltalog.tables import read_changes, read_table
 from tests.conformance.oracle import TABLES
 from tests.conformance.rows import canonical
 from tests.spark.scripts import run_script
@@ -23,19 +25,22 @@ pytestmark = [
     ),
 ]
 
-TABLES_TO_READ = [
-    str(TABLES / "delta-golden/dv-partitioned-with-checkpoint"),  # DVs + partitions + checkpoint
-    str(TABLES / "delta-golden/data-reader-partition-values"),  # typed partition values
-]
+CDF_TABLE = str(TABLES / "delta-rs/cdf-table-with-cdc-and-dvs")
+# Each table with a filtered read (partition pruning and statistics).
+WHERE = {
+    str(TABLES / "delta-golden/dv-partitioned-with-checkpoint"): "part = 1 AND col1 >= 41",
+    str(TABLES / "delta-golden/data-reader-partition-values"): "as_int = 1 OR as_string IS NULL",
+}
+TABLES_TO_READ = list(WHERE)
 
 SCRIPT = r"""
 import json, sys
 from pyspark.sql import SparkSession
 import deltalog
-from deltalog.tables import DeltaTable
+from deltalog.tables import DeltaTable, read_changes, read_table
 from deltalog.spark.session import to_arrow
 from tests.conformance.rows import canonical
-mode, roots = sys.argv[1], sys.argv[2:]
+mode, WHERE, CDF_TABLE = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
 if mode == "connect":
     spark = SparkSession.builder.remote("local[2]").getOrCreate()
 else:
@@ -45,19 +50,25 @@ else:
 spark.conf.set("spark.sql.session.timeZone", "UTC")
 name = deltalog.register(spark)
 out = {}
-for root in roots:
+for root in WHERE:
     out[root] = {
         "toDF": canonical(to_arrow(DeltaTable.forPath(spark, root).toDF())),
         "format": canonical(to_arrow(spark.read.format(name).load(root))),
         "v0": canonical(to_arrow(spark.read.format(name).option("versionAsOf", "0").load(root))),
+        "where": canonical(to_arrow(read_table(spark, root, where=WHERE[root]))),
     }
+cdf = {"readChangeFeed": "true", "startingVersion": "0"}
+out["changes"] = {
+    "jvm": canonical(to_arrow(read_changes(spark, CDF_TABLE, starting_version=0))),
+    "format": canonical(to_arrow(spark.read.format(name).options(**cdf).load(CDF_TABLE))),
+}
 print("RESULT" + json.dumps(out))
 spark.stop()
 """
 
 
 def run_tier(mode: str) -> dict[str, Any]:
-    result: dict[str, Any] = run_script(SCRIPT, mode, *TABLES_TO_READ)
+    result: dict[str, Any] = run_script(SCRIPT, mode, json.dumps(WHERE), CDF_TABLE)
     return result
 
 
@@ -71,3 +82,9 @@ def test_reads_match_classic(spark: Any, mode: str) -> None:
         assert result[root]["toDF"] == expected
         assert result[root]["format"] == expected
         assert result[root]["v0"] == canonical(to_arrow(ours(spark, root, 0)))
+        filtered = canonical(to_arrow(read_table(spark, root, where=WHERE[root])))
+        assert filtered and len(filtered) < len(expected)
+        assert result[root]["where"] == filtered
+    changes = canonical(to_arrow(read_changes(spark, CDF_TABLE, starting_version=0)))
+    assert changes
+    assert result["changes"] == {"jvm": changes, "format": changes}
