@@ -287,7 +287,9 @@ class ChangePlan:
 def plan_changes(log: DeltaLog, cdf_range: CdfRange) -> ChangePlan:
     """``changesToDF`` without the rows: every file read of the commits in the range.
 
-    The read schema is the table's at the range's end.
+    The read schema follows the reference's batch default: the table's at the range's end when
+    column mapping is on at the start, the end or now (physical names may be reused), else the
+    latest (``legacy``: columns added later read as null).
 
     Raises:
         InvalidTableError: the change feed is not enabled at the start or is disabled inside
@@ -296,16 +298,20 @@ def plan_changes(log: DeltaLog, cdf_range: CdfRange) -> ChangePlan:
     """
     latest = log.update()
     end_snapshot = latest if cdf_range.end >= latest.version else log.get_snapshot_at(cdf_range.end)
+    schema_snapshot = latest
     builder = _PlanBuilder(log)
     if not cdf_range.is_empty:
         start_snapshot = log.get_snapshot_at(cdf_range.start)
         if not is_cdc_enabled(start_snapshot.metadata):
             raise _missing_change_data(log.table_root, cdf_range, cdf_range.start)
+        mapped = (start_snapshot, end_snapshot, latest)
+        if any(s.column_mapping_mode != "none" for s in mapped):
+            schema_snapshot = end_snapshot
         timestamps = {r.version: r.timestamp for r in log.commit_records()}
         for version, data in _commits(log, cdf_range):
             commit = parse_commit(data, version, table=log.table_root, file=f"{version}.json")
             builder.add_commit(cdf_range, commit, timestamps.get(version, 0))
-    return ChangePlan(cdf_range, end_snapshot, builder.files(), builder.rows())
+    return ChangePlan(cdf_range, schema_snapshot, builder.files(), builder.rows())
 
 
 def _missing_change_data(table: str, r: CdfRange, version: int) -> errors.DeltaError:

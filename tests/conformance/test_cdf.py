@@ -319,3 +319,17 @@ def test_remove_without_extended_metadata_is_refused(tmp_path: Path) -> None:
     with pytest.raises(errors.InvalidTableError) as info:
         _changes(str(root), 1, 1)
     assert info.value.error_class == "DELTA_REMOVE_FILE_CDC_MISSING_EXTENDED_METADATA"
+
+
+def test_a_range_before_a_column_was_added_reads_the_latest_schema(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    first = pa.table({"id": pa.array([1, 2], pa.int64())})
+    deltalake.write_deltalake(str(root), first, configuration=CDF_ON)
+    later = pa.table({"id": pa.array([3], pa.int64()), "extra": pa.array(["x"])})
+    deltalake.write_deltalake(str(root), later, mode="append", schema_mode="merge")
+    commit_times_from_commit_info(root)
+    ours = _changes(str(root), 0, 0)
+    assert ours.column_names[:2] == ["id", "extra"]
+    assert ours["extra"].null_count == 2
+    assert normalize(ours) == normalize(oracle_changes(str(root), 0, 0))
+    _assert_same(str(root), 0, 1)
