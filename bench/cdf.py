@@ -14,14 +14,13 @@ Python data source) and deltalake's ``load_cdf``, with ratios. Run by hand:
 from __future__ import annotations
 
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from timing import timed  # bench/ is on sys.path when a benchmark runs
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "_data"
@@ -73,15 +72,6 @@ def make_table(root: Path) -> None:
                 predicate=f"part = {i % PARTITIONS} AND id % 89 = {i % 89}",
                 updates={"value": "value + 1"},
             )
-
-
-def timed(fn: Callable[[], Any], repeat: int = 3) -> tuple[float, Any]:
-    times, result = [], None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
 
 
 def main() -> None:

@@ -17,9 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import statistics
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from timing import timed  # bench/ is on sys.path when a benchmark runs
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "_data"
@@ -107,13 +106,8 @@ def make_1m(root: Path) -> None:
     deltalake.write_deltalake(str(root), table, partition_by=["city"])
 
 
-def timed(fn: Callable[[], Any], repeat: int = 2) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+def seconds(fn: Callable[[], Any]) -> float:
+    return float(timed(fn, repeat=2)[0])
 
 
 def main() -> None:
@@ -135,26 +129,26 @@ def main() -> None:
     print(f"{'table':>10}  {'path':<18} {'first row':>10} {'ratio':>6} {'count':>9} {'ratio':>6}")
     for label, root in tables.items():
         path = str(root)
-        rs_first = timed(lambda p=path: deltalake.DeltaTable(p).to_pyarrow_dataset().head(1))
-        rs_count = timed(lambda p=path: deltalake.DeltaTable(p).to_pyarrow_table().num_rows)
+        rs_first = seconds(lambda p=path: deltalake.DeltaTable(p).to_pyarrow_dataset().head(1))
+        rs_count = seconds(lambda p=path: deltalake.DeltaTable(p).to_pyarrow_table().num_rows)
         runs = {
             "toDF()": lambda p=path: DeltaTable.forPath(spark, p).toDF(),
             "format(delta)": lambda p=path: spark.read.format(name).load(p),
         }
         for entry, build in runs.items():
-            first = timed(lambda b=build: b().limit(1).collect())
-            count = timed(lambda b=build: b().count())
+            first = seconds(lambda b=build: b().limit(1).collect())
+            count = seconds(lambda b=build: b().count())
             print(
                 f"{label:>10}  {entry:<18} {first:9.2f}s {first / rs_first:6.1f} "
                 f"{count:8.2f}s {count / rs_count:6.1f}"
             )
         print(f"{label:>10}  {'deltalake':<18} {rs_first:9.2f}s {1:6.1f} {rs_count:8.2f}s {1:6.1f}")
         snapshot = DeltaLog(path).update()
-        plan = timed(lambda s=snapshot, p=path: read_snapshot(spark, s, DeltaLog(p).store))
+        plan = seconds(lambda s=snapshot, p=path: read_snapshot(spark, s, DeltaLog(p).store))
         print(f"{label:>10}  scan planning on top of the snapshot: {plan:.2f}s")
         # A selective filter: skipping against deltalake's own pruning (filters=).
-        ours = timed(lambda p=path: read_table(spark, p, where="id < 25").count())
-        theirs = timed(
+        ours = seconds(lambda p=path: read_table(spark, p, where="id < 25").count())
+        theirs = seconds(
             lambda p=path: deltalake.DeltaTable(p).to_pyarrow_table(filters=[("id", "<", 25)])
         )
         print(

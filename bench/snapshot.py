@@ -25,6 +25,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from timing import timed  # bench/ is on sys.path when a benchmark runs
+
 HERE = Path(__file__).resolve().parent
 MAKE_LOG = (
     Path(os.environ.get("DELTALOG_SHARED", HERE.parents[1] / "shared")) / "bench" / "make_log.py"
@@ -58,15 +60,6 @@ def ensure_log(name: str) -> Path:
             stdout=subprocess.DEVNULL,
         )
     return root
-
-
-def timed(fn: Any, repeat: int) -> tuple[float, Any]:
-    times, result = [], None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
 
 
 def deltalog_load(root: Path) -> int:

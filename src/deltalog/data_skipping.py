@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from deltalog.log.history import time_zone as parse_time_zone
-from deltalog.partition_values import lookup_partition_value, parse_partition_value
+from deltalog.partition_values import typed_partition_column
 from deltalog.predicate import (
     And,
     Comparison,
@@ -64,14 +64,19 @@ def files_matching(
     *,
     column_mapping: bool = False,
     time_zone: str = "UTC",
+    table_root: str = "",
 ) -> pa.Table:
     """The rows of ``files`` (live ``add`` actions) that may hold rows matching ``predicate``.
 
-    ``time_zone`` interprets timestamp literals without an offset (Spark's session time zone).
+    ``time_zone`` interprets timestamp literals without an offset (Spark's session time zone);
+    ``table_root`` names the table in errors.
+
+    Raises:
+        InvalidTableError: a partition value does not parse as its column's type.
     """
     if predicate is None or files.num_rows == 0:
         return files
-    context = _Context(files, schema, partition_columns, column_mapping, time_zone)
+    context = _Context(files, schema, partition_columns, column_mapping, time_zone, table_root)
     return files.filter(context.evaluate(push_down_not(predicate)))
 
 
@@ -86,8 +91,10 @@ class _Context:
         partition_columns: tuple[str, ...],
         column_mapping: bool,
         time_zone: str,
+        table_root: str,
     ) -> None:
         self._files = files
+        self._table_root = table_root
         self._fields = {f.name.lower(): f for f in schema.fields}
         self._partitions = {c.lower() for c in partition_columns}
         self._column_mapping = column_mapping
@@ -135,13 +142,10 @@ class _Context:
     def _partition_values(self, field: StructField) -> pa.Array:
         cached = self._partition_cache.get(field.name)
         if cached is None:
-            key = field.physical_name if self._column_mapping else field.name
-            raw = self._files["partitionValues"].to_pylist()
-            typed = [
-                parse_partition_value(lookup_partition_value(dict(pv or []), key), field.type)
-                for pv in raw
-            ]
-            cached = pa.array(typed, _value_type(field))
+            raw = [dict(pv or []) for pv in self._files["partitionValues"].to_pylist()]
+            cached = typed_partition_column(
+                field, raw, column_mapping=self._column_mapping, table_root=self._table_root
+            )
             self._partition_cache[field.name] = cached
         return cached
 
@@ -215,12 +219,6 @@ def _type_name(field: StructField) -> str:
     return field.type.name if isinstance(field.type, PrimitiveType) else ""
 
 
-def _value_type(field: StructField) -> pa.DataType:
-    if _type_name(field) == "binary":
-        return pa.binary()
-    return to_arrow(field.type)
-
-
 def _scalar(lit: Literal, field: StructField, zone: dt.tzinfo) -> Any:
     """``lit`` as a scalar of the column's Arrow type; ``None`` for NULL; ``_UNKNOWN`` when
     Spark's coercion of this pair is not one skipping reproduces exactly."""
@@ -245,7 +243,7 @@ def _scalar(lit: Literal, field: StructField, zone: dt.tzinfo) -> Any:
     if value is _UNKNOWN or value is None:
         return _UNKNOWN
     try:
-        return pa.scalar(value, _value_type(field))
+        return pa.scalar(value, to_arrow(field.type))
     except (pa.ArrowInvalid, OverflowError, TypeError):
         return _UNKNOWN
 
@@ -279,7 +277,7 @@ def _as_timestamp(value: Any, utc: bool, zone: dt.tzinfo) -> dt.datetime | None:
 def _parse_stats(stats: pa.ChunkedArray, field: StructField, column_mapping: bool) -> pa.Table:
     """``min``, ``max``, ``nullCount`` and ``numRecords`` of one column, one row per file."""
     name = field.physical_name if column_mapping else field.name
-    value_type = _value_type(field)
+    value_type = to_arrow(field.type)
     text_type = pa.string() if _type_name(field) in _TIMESTAMPS | {"date"} else value_type
     json_type = pa.struct([pa.field(name, text_type)])
     schema = pa.schema(
@@ -334,6 +332,7 @@ def prune_where(
     *,
     column_mapping: bool = False,
     time_zone: str = "UTC",
+    table_root: str = "",
 ) -> pa.Table:
     """:func:`files_matching` for a SQL filter text (unparseable text keeps every file)."""
     return files_matching(
@@ -343,4 +342,5 @@ def prune_where(
         skipping_predicate(where),
         column_mapping=column_mapping,
         time_zone=time_zone,
+        table_root=table_root,
     )

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from deltalog.schema import DataType, DecimalType, PrimitiveType
+import pyarrow as pa
+
+from deltalog import errors
+from deltalog.schema import DataType, DecimalType, PrimitiveType, StructField, StructType, to_arrow
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
@@ -58,6 +62,51 @@ def parse_partition_value(raw: str | None, data_type: DataType) -> Any:
     if name == "binary":
         return raw.encode("utf-8")
     raise ValueError(f"unsupported partition column type {name}")
+
+
+def typed_partition_column(
+    field: StructField,
+    raw: Sequence[Mapping[str, str | None]],
+    *,
+    column_mapping: bool,
+    table_root: str,
+) -> pa.Array:
+    """One partition column, typed, from each file's serialized ``partitionValues`` (keyed by
+    the physical name under column mapping).
+
+    Raises:
+        InvalidTableError: a value does not parse as the column's type.
+    """
+    key = field.physical_name if column_mapping else field.name
+    try:
+        values = [
+            parse_partition_value(lookup_partition_value(dict(pv), key), field.type) for pv in raw
+        ]
+    except ValueError as e:
+        raise errors.InvalidTableError(
+            "DELTA_INVALID_PARTITION_VALUE",
+            f"a partition value of column {field.name} does not parse as {field.type}: {e}.",
+            table=table_root,
+        ) from None
+    return pa.array(values, to_arrow(field.type))
+
+
+def typed_partition_values(
+    schema: StructType,
+    partition_columns: Sequence[str],
+    raw: Sequence[Mapping[str, str | None]],
+    *,
+    column_mapping: bool,
+    table_root: str,
+) -> dict[str, pa.Array]:
+    """:func:`typed_partition_column` for every partition column, by logical name."""
+    columns: dict[str, pa.Array] = {}
+    for name in partition_columns:
+        field = schema.field(name)
+        columns[field.name] = typed_partition_column(
+            field, raw, column_mapping=column_mapping, table_root=table_root
+        )
+    return columns
 
 
 def _parse_datetime(raw: str) -> dt.datetime:

@@ -138,6 +138,7 @@ class Snapshot:
             where,
             column_mapping=self.column_mapping_mode != "none",
             time_zone=time_zone,
+            table_root=self.table_root,
         )
 
     # -- non-file state ---------------------------------------------------------------------

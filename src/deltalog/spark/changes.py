@@ -36,6 +36,7 @@ from deltalog.change_data_feed import (
     plan_changes,
     resolve_range,
 )
+from deltalog.partition_values import typed_partition_values
 from deltalog.schema import PrimitiveType, StructField, StructType
 from deltalog.spark.scan import (
     FIELD_ID_READ,
@@ -46,7 +47,6 @@ from deltalog.spark.scan import (
     physical_field,
     read_files_or_raise,
     spark_file_uri,
-    typed_partition_values,
 )
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import conf_get, ensure_no_listing_job
@@ -163,7 +163,11 @@ def _specs(spark: Any, plan: ChangePlan, mode: str) -> Any:
     }
     columns.update(
         typed_partition_values(
-            snapshot.schema, snapshot.partition_columns, raw, mode, snapshot.table_root
+            snapshot.schema,
+            snapshot.partition_columns,
+            raw,
+            column_mapping=mode != "none",
+            table_root=snapshot.table_root,
         )
     )
     specs = arrow_to_df(spark, pa.table(columns))

@@ -24,16 +24,14 @@ import pyarrow as pa
 from deltalog import errors
 from deltalog.actions import DeletionVectorDescriptor
 from deltalog.deletion_vectors import read_deletion_vector
-from deltalog.partition_values import lookup_partition_value, parse_partition_value
+from deltalog.partition_values import typed_partition_values
 from deltalog.paths import resolve
 from deltalog.schema import (
     ArrayType,
     DataType,
     MapType,
-    PrimitiveType,
     StructField,
     StructType,
-    to_arrow,
 )
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import conf_get, ensure_no_listing_job, is_connect, reader
@@ -48,7 +46,7 @@ FIELD_ID_READ = "spark.sql.parquet.fieldId.read.enabled"
 _URI_SAFE = frozenset(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-!.~'()*,;:$&+=/@"
 )
-_PLAIN_PATH = re.compile("[A-Za-z0-9_.~'()*,;:$&+=/@!-]*")
+_PLAIN_PATH = re.compile("[" + re.escape("".join(sorted(_URI_SAFE))) + "]*")
 # Spark's file source globs these, and Hadoop's Path cannot take ':' inside a name.
 _UNREADABLE = frozenset("*?[]{}\\:")
 
@@ -78,7 +76,7 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
     """
     _check_spark_supports(spark, snapshot)
     schema = snapshot.schema
-    mode = column_mapping_mode(snapshot)
+    mode = snapshot.column_mapping_mode
     partition_names = {c.lower() for c in snapshot.partition_columns}
     data_fields = [f for f in schema.fields if f.name.lower() not in partition_names]
     files = scan_files(spark, snapshot, where)
@@ -179,11 +177,6 @@ def _check_spark_supports(spark: Any, snapshot: Snapshot) -> None:
         )
 
 
-def column_mapping_mode(snapshot: Snapshot) -> str:
-    """The table's column mapping mode, honoured only when the protocol supports the feature."""
-    return snapshot.column_mapping_mode
-
-
 def physical_field(field: StructField, mode: str) -> StructField:
     """``field`` as stored in parquet: physical names (and field ids in ``id`` mode), nested."""
     if mode == "none":
@@ -268,44 +261,14 @@ def _partition_values(snapshot: Snapshot, files: pa.Table, keys: list[str], mode
     columns: dict[str, pa.Array] = {FILE: pa.array(keys, pa.string())}
     columns.update(
         typed_partition_values(
-            snapshot.schema, snapshot.partition_columns, raw, mode, snapshot.table_root
+            snapshot.schema,
+            snapshot.partition_columns,
+            raw,
+            column_mapping=mode != "none",
+            table_root=snapshot.table_root,
         )
     )
     return pa.table(columns)
-
-
-def typed_partition_values(
-    schema: StructType,
-    partition_columns: tuple[str, ...],
-    raw: list[dict[str, str | None]],
-    mode: str,
-    table_root: str,
-) -> dict[str, pa.Array]:
-    """One typed column per partition column (logical names) from each file's serialized
-    ``partitionValues`` (keyed by physical names under column mapping).
-
-    Raises:
-        InvalidTableError: a value does not parse as its column's type.
-    """
-    columns: dict[str, pa.Array] = {}
-    for name in partition_columns:
-        field = schema.field(name)
-        key = field.physical_name if mode != "none" else field.name
-        try:
-            values = [
-                parse_partition_value(lookup_partition_value(pv, key), field.type) for pv in raw
-            ]
-        except ValueError as e:
-            raise errors.InvalidTableError(
-                "DELTA_INVALID_PARTITION_VALUE",
-                f"a partition value of column {name} does not parse as {field.type}: {e}.",
-                table=table_root,
-            ) from None
-        arrow_type = to_arrow(field.type)
-        if isinstance(field.type, PrimitiveType) and field.type.name == "binary":
-            arrow_type = pa.binary()
-        columns[field.name] = pa.array(values, arrow_type)
-    return columns
 
 
 def arrow_to_df(spark: Any, table: pa.Table) -> Any:

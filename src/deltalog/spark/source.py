@@ -44,7 +44,6 @@ from deltalog.schema import (
     StructType,
     parse_schema,
 )
-from deltalog.spark.scan import column_mapping_mode
 from deltalog.spark.schema import to_spark_schema
 from deltalog.storage.local import LocalLogStore
 
@@ -162,7 +161,7 @@ class DeltaDataSource(DataSource):
         self._table_root = snapshot.table_root
         self._schema_json = snapshot.schema.to_json()
         self._partition_columns = list(snapshot.partition_columns)
-        self._mode = column_mapping_mode(snapshot)
+        self._mode = snapshot.column_mapping_mode
         files = snapshot.all_files_arrow().select(
             ["path", "partitionValues", "deletionVector", "size"]
         )
