@@ -4,6 +4,8 @@ The pure core (this package minus :mod:`deltalog.spark`) reads and replays the t
 the Spark layer scales state reconstruction and reads data.
 """
 
+from typing import Any
+
 from deltalog.actions import (
     AddCDCFile,
     AddFile,
@@ -17,6 +19,7 @@ from deltalog.actions import (
 )
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import DeltaError
+from deltalog.log.engines import register_engine
 from deltalog.log.replay import InMemoryLogReplay
 from deltalog.log.segment import LogSegment
 from deltalog.snapshot import Snapshot
@@ -37,8 +40,22 @@ __all__ = [
     "SetTransaction",
     "Snapshot",
     "register",
+    "write_table",
 ]
 __version__ = "0.1.0"
+
+
+
+def write_table(path: str, data: Any, **kwargs: Any) -> int | None:
+    """Write a pyarrow Table or RecordBatchReader into the Delta table at ``path``; see
+    :func:`deltalog.commands.write_table.write_table` for the arguments."""
+    from deltalog.commands.write_table import write_table as write
+
+    return write(path, data, **kwargs)
+
+
+# The Spark file-state engine, named lazily so that importing deltalog never imports pyspark.
+register_engine("spark", "deltalog.spark.state:SparkState")
 
 
 def register(spark: object) -> str:

@@ -350,8 +350,9 @@ class CommitInfo(Action):
 
     ACTION_KEY: ClassVar[str] = "commitInfo"
     FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("timestamp", "timestamp", LONG),
+        # The reference writes inCommitTimestamp first, so readers find it without a full parse.
         Field("in_commit_timestamp", "inCommitTimestamp", LONG),
+        Field("timestamp", "timestamp", LONG),
         Field("user_id", "userId", STRING),
         Field("user_name", "userName", STRING),
         Field("operation", "operation", STRING),

@@ -15,10 +15,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from deltalog import errors
 from deltalog.actions import NON_FILE_KEYS, REPLAY_ACTION_KEYS, CommitInfo
+from deltalog.log.engines import engine_factory
 from deltalog.log.filenames import (
     LAST_CHECKPOINT,
     LOG_DIR,
@@ -34,7 +35,10 @@ from deltalog.log.segment import LogSegment, build_log_segment
 from deltalog.paths import normalize_table_root
 from deltalog.snapshot import Snapshot
 from deltalog.storage.base import FileInfo, LogStore
-from deltalog.storage.local import LocalLogStore
+from deltalog.storage import store_for
+
+if TYPE_CHECKING:
+    from deltalog.txn.transaction import Transaction
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +76,7 @@ class DeltaLog:
             raise errors.invalid_argument("engine='spark' needs a SparkSession (spark=...)")
         self.table_root = normalize_table_root(table_root)
         self.log_root = f"{self.table_root}/{LOG_DIR}"
-        self.store: LogStore = store or LocalLogStore()
+        self.store: LogStore = store or store_for(self.table_root)
         self.spark = spark
         self.engine: Engine = engine
         self.staleness_limit_ms = 0
@@ -224,6 +228,28 @@ class DeltaLog:
         ``commit_info`` is decoded only where an in-commit timestamp was looked for."""
         return self._commit_records(recreatable_only=recreatable_only)
 
+    def start_transaction(
+        self, *, isolation_level: str | None = None, user_metadata: str | None = None
+    ) -> Transaction:
+        """A transaction on the latest snapshot (on no snapshot when the path holds no table
+        yet: its first commit creates the table)."""
+        from deltalog.txn.transaction import Transaction
+
+        try:
+            snapshot: Snapshot | None = self.update()
+        except errors.TableNotFoundError:
+            snapshot = None
+        return Transaction(
+            self, snapshot, isolation_level=isolation_level, user_metadata=user_metadata
+        )
+
+    def checkpoint(self, snapshot: Snapshot | None = None) -> None:
+        """Write a checkpoint of ``snapshot`` (the latest by default), then clean expired log
+        files, as the reference's ``DeltaLog.checkpoint`` does."""
+        from deltalog.txn.hooks import checkpoint_and_clean
+
+        checkpoint_and_clean(self.store, snapshot or self.update())
+
     def replace_snapshot(self, new: Snapshot) -> None:
         """Install ``new`` as the current snapshot, dropping the old one's cached Spark state."""
         with self._lock:
@@ -367,9 +393,8 @@ class DeltaLog:
         replay, last_info = self._replay(segment, previous, files=engine == "driver")
         spark_state = None
         if engine == "spark":
-            from deltalog.spark.state import SparkState
-
-            spark_state = SparkState(self.spark, self.table_root, segment, self.store)
+            factory = engine_factory("spark")
+            spark_state = factory(self.spark, self.table_root, segment, self.store)
         snapshot = Snapshot(
             self.table_root,
             segment,

@@ -51,3 +51,32 @@ def _norm(v: Any) -> Any:
             return ["map", sorted((json.dumps(_norm(k)), _norm(x)) for k, x in v)]
         return [_norm(x) for x in v]
     return repr(v)
+
+
+def duckdb_rows(root: str, version: int | None = None) -> pa.Table:
+    """All rows DuckDB's delta extension (delta-kernel-rs) reads: a second, independent reader.
+
+    The extension is loaded from its pip package, never downloaded.
+    """
+    import os
+
+    import duckdb
+    import duckdb_extension_delta
+
+    ext = os.path.join(
+        os.path.dirname(duckdb_extension_delta.__file__),
+        "extensions",
+        f"v{duckdb.__version__}",
+        "delta.duckdb_extension",
+    )
+    con = duckdb.connect(
+        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    )
+    try:
+        con.execute(f"LOAD '{ext}'")
+        escaped = root.replace("'", "''")
+        where = "" if version is None else f", version => {int(version)}"
+        result = con.execute(f"SELECT * FROM delta_scan('{escaped}'{where})").arrow()
+        return result.read_all() if hasattr(result, "read_all") else result
+    finally:
+        con.close()

@@ -45,7 +45,7 @@ from deltalog.schema import (
     parse_schema,
 )
 from deltalog.spark.schema import to_spark_schema
-from deltalog.storage.local import LocalLogStore
+from deltalog.storage import store_for
 
 READ_OPTIONS = {
     "path",
@@ -67,9 +67,12 @@ def register(spark: Any) -> str:
     ``"delta"``, unless the session already has a JVM Delta source (delta-spark), in which case
     the source is registered as ``"deltalog"`` only, so delta-spark keeps working.
     """
+    from deltalog.spark.writer_bridge import install
+
     name = "deltalog" if _jvm_delta_present(spark) else "delta"
     source = DeltaDataSource if name == "delta" else DeltalogDataSource
     spark.dataSource.register(source)
+    install(name)
     return name
 
 
@@ -270,7 +273,7 @@ def read_file(
     data = read_parquet(task.path, table_root)
     if task.deletion_vector is not None:
         descriptor = DeletionVectorDescriptor.from_dict(json.loads(task.deletion_vector))
-        deleted = read_deletion_vector(LocalLogStore(), table_root, descriptor)
+        deleted = read_deletion_vector(store_for(table_root), table_root, descriptor)
         data = select_rows(data, deleted, keep_listed=False)
     values = json.loads(task.partition_values)
     return to_logical(data, schema, partition_columns, mode, values)

@@ -1,9 +1,12 @@
-"""The storage contract: four verbs, stated precisely (after delta-kernel's StorageHandler)."""
+"""The storage contract: every byte deltalog reads or writes passes through these verbs
+(after delta-kernel's StorageHandler). Implementations know nothing of Delta."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,13 +35,33 @@ class LogStore(Protocol):
         """
         ...
 
+    def list_recursive(self, directory: str) -> Iterator[FileInfo]:
+        """Every file below ``directory`` (any depth, hidden ones included), in no set order.
+        An absent directory lists nothing."""
+        ...
+
     def read(self, path: str) -> bytes:
         """The whole file. Raises ``FileNotFoundError`` when absent."""
+        ...
+
+    def stat(self, path: str) -> FileInfo:
+        """Size and modification time of ``path``. Raises ``FileNotFoundError`` when absent."""
         ...
 
     def write_if_absent(self, path: str, data: bytes) -> None:
         """Create ``path`` with ``data`` atomically, only if absent; readers never see a partial
         file. Raises ``FileExistsError`` when the path already exists (a concurrent writer won)."""
+        ...
+
+    def overwrite(self, path: str, data: bytes) -> None:
+        """Replace ``path`` (or create it) with ``data`` atomically: readers see the old or the
+        new content, never a mix. For hints such as ``_last_checkpoint``, never for commits."""
+        ...
+
+    def open_output(self, path: str) -> AbstractContextManager[BinaryIO]:
+        """A stream that writes a new file at ``path`` (parent folders made as needed). The file
+        is complete when the context exits without error; on error nothing is left behind. For
+        data files, whose names are unique, so no put-if-absent is needed."""
         ...
 
     def delete(self, path: str) -> None:

@@ -3,6 +3,7 @@
 ``write_if_absent`` writes a hidden temp file beside the target, fsyncs it, then ``os.link``s it
 into place: link fails with ``FileExistsError`` when the name is taken, and the linked file is
 complete, so a reader never sees a partial commit (``os.rename`` would silently overwrite).
+``overwrite`` is the same temp file, ``os.replace``d over the target.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from deltalog.storage.base import FileInfo
 
@@ -34,23 +37,51 @@ class LocalLogStore:
         out.sort(key=lambda f: f.name)
         return out
 
+    def list_recursive(self, directory: str) -> Iterator[FileInfo]:
+        for root, _dirs, names in os.walk(directory):
+            for name in names:
+                path = os.path.join(root, name)
+                try:
+                    st = os.stat(path)
+                except FileNotFoundError:
+                    continue
+                yield FileInfo(path, st.st_size, st.st_mtime_ns // 1_000_000)
+
     def read(self, path: str) -> bytes:
         with open(path, "rb") as f:
             return f.read()
 
+    def stat(self, path: str) -> FileInfo:
+        st = os.stat(path)
+        return FileInfo(path, st.st_size, st.st_mtime_ns // 1_000_000)
+
     def write_if_absent(self, path: str, data: bytes) -> None:
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        tmp = _write_temp(path, data)
         try:
             os.link(tmp, path)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+    def overwrite(self, path: str, data: bytes) -> None:
+        tmp = _write_temp(path, data)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+    @contextlib.contextmanager
+    def open_output(self, path: str) -> Iterator[BinaryIO]:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            with open(path, "xb") as f:
+                yield f
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            raise
 
     def delete(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -58,3 +89,15 @@ class LocalLogStore:
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
+
+
+def _write_temp(path: str, data: bytes) -> str:
+    """``data`` in a hidden, fsynced temp file beside ``path`` (folders made as needed)."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return tmp

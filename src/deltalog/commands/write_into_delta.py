@@ -1,0 +1,510 @@
+"""A batch write into a Delta table (reference ``WriteIntoDelta``), engine-free.
+
+Both writers run the same three steps and differ only in who writes the data files:
+
+1. :func:`prepare_write` opens a transaction and decides everything the data does not change:
+   the mode against the table's existence, idempotence (``txnAppId``/``txnVersion``), the
+   schema (create, merge or overwrite it), the partitioning, the layout of the files to write.
+   Refusals happen here, before a byte is written.
+2. The caller writes data files with :class:`~deltalog.write.file_writer.DataFileWriter` (on the
+   driver for :func:`deltalog.write_table`, in Spark tasks for ``df.write.format("delta")``).
+3. :func:`commit_write` chooses what the write replaces (everything on overwrite, the
+   ``replaceWhere`` rows, or the partitions written under dynamic partition overwrite), builds
+   the operation and its metrics and commits once.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from deltalog import errors
+from deltalog.actions import Action, AddFile, Metadata, RemoveFile, SetTransaction
+from deltalog.features import check_write_supported
+from deltalog.predicate import Predicate, PredicateSyntaxError, columns, parse_predicate
+from deltalog.schema import StructType, as_nullable, parse_schema
+from deltalog.table_properties import TableProperties, validate_new_properties
+from deltalog.txn import operations
+from deltalog.write.file_writer import WriteLayout
+from deltalog.write.schema_evolution import (
+    assign_column_mapping,
+    check_partition_columns,
+    merge_schema,
+)
+
+if TYPE_CHECKING:
+    from deltalog.delta_log import DeltaLog
+    from deltalog.txn.transaction import Transaction
+
+MODES = ("append", "overwrite", "errorifexists", "error", "ignore", "default")
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    """What a batch write was asked to do (delta-spark's writer options, typed).
+
+    Attributes:
+        mode: ``append``, ``overwrite``, ``errorifexists`` (``error``/``default``), ``ignore``.
+        partition_by: partition columns for a new table (``None``: keep the table's).
+        replace_where: with overwrite, replace only the rows matching this SQL condition.
+        dynamic_partition_overwrite: with overwrite, replace only the partitions written.
+        merge_schema: add new columns to the table schema.
+        overwrite_schema: with overwrite, replace the schema and partitioning.
+        txn_app_id, txn_version: idempotent writes (both or neither).
+        user_metadata: ``commitInfo.userMetadata``.
+        max_records_per_file: rows per file at most (0: unlimited).
+        target_file_size: bytes per file at most, roughly.
+        data_change: ``False`` marks the commit as a rearrangement (no CDF, no streaming).
+        configuration: table properties for a table this write creates.
+        description: the table description for a table this write creates.
+    """
+
+    mode: str = "errorifexists"
+    partition_by: tuple[str, ...] | None = None
+    replace_where: str | None = None
+    dynamic_partition_overwrite: bool = False
+    merge_schema: bool = False
+    overwrite_schema: bool = False
+    txn_app_id: str | None = None
+    txn_version: int | None = None
+    user_metadata: str | None = None
+    max_records_per_file: int = 0
+    target_file_size: int = 128 * 1024 * 1024
+    data_change: bool = True
+    configuration: Mapping[str, str] = field(default_factory=dict)
+    description: str | None = None
+
+    @property
+    def normalized_mode(self) -> str:
+        mode = self.mode.lower()
+        return "errorifexists" if mode in ("error", "default") else mode
+
+
+@dataclass(slots=True)
+class WritePlan:
+    """A prepared write: its transaction, the file layout, and whether to write at all.
+
+    Attributes:
+        txn: the transaction the write commits through.
+        options: the write's options.
+        layout: how data files are written (schema, partitioning, column mapping).
+        skip: the write does nothing (``ignore`` on an existing table, or an idempotent write
+            already applied); no files should be written and nothing is committed.
+        replace_predicate: the parsed ``replaceWhere``, or ``None``.
+        operation: the ``WRITE`` operation (metrics are added at commit).
+    """
+
+    txn: Transaction
+    options: WriteOptions
+    layout: WriteLayout
+    skip: bool
+    replace_predicate: Predicate | None
+    operation: operations.Operation
+    new_table: bool
+
+
+def prepare_write(log: DeltaLog, data_schema: StructType, options: WriteOptions) -> WritePlan:
+    """Open the transaction and decide the table's metadata for this write.
+
+    Raises:
+        DeltaWriteError: the table exists and the mode is ``errorifexists``; the schema or the
+            partitioning does not fit the table (without ``mergeSchema``/``overwriteSchema``);
+            an overwrite of an append-only table; bad option combinations.
+        UnsupportedFeatureError: the table needs a writer feature deltalog does not support.
+    """
+    _check_options(log.table_root, options)
+    txn = log.start_transaction(user_metadata=options.user_metadata)
+    snapshot = txn.snapshot
+    mode = options.normalized_mode
+    if snapshot is not None:
+        check_write_supported(snapshot.protocol, log.table_root)
+    skip = _already_done(txn, options)
+    if snapshot is not None and mode == "errorifexists":
+        raise errors.DeltaWriteError(
+            "DELTA_PATH_EXISTS",
+            f"Cannot write to already existent path {log.table_root} without setting "
+            "OVERWRITE = 'true'.",
+            table=log.table_root,
+            help="use mode('append') or mode('overwrite').",
+        )
+    if snapshot is not None and mode == "ignore":
+        skip = True
+    metadata = _metadata_for_write(txn, data_schema, options) if not skip else None
+    if metadata is not None:
+        txn.update_metadata(metadata)
+    final = txn.metadata
+    assert final is not None or skip
+    if mode == "overwrite" and snapshot is not None and not skip:
+        _check_overwrite_allowed(txn)
+    replace_predicate = _parse_replace_where(log.table_root, options) if mode == "overwrite" else None
+    layout = _layout(txn, options) if final is not None else _empty_layout(log.table_root)
+    operation = operations.write(
+        "overwrite" if mode == "overwrite" else ("append" if snapshot is not None or mode == "append" else mode),
+        final.partition_columns if final is not None else (),
+        predicate=options.replace_where if replace_predicate is not None else None,
+        dynamic_partition_overwrite=_is_dynamic(txn, options),
+        can_overwrite_schema=options.overwrite_schema and mode == "overwrite",
+        can_merge_schema=options.merge_schema,
+    )
+    return WritePlan(txn, options, layout, skip, replace_predicate, operation, snapshot is None)
+
+
+def commit_write(
+    plan: WritePlan,
+    adds: Sequence[AddFile],
+    *,
+    removes: Sequence[RemoveFile] = (),
+    extra_metrics: Mapping[str, int] | None = None,
+) -> int | None:
+    """Commit the files a prepared write produced, with what it replaces.
+
+    ``removes`` are extra removals the caller computed (a ``replaceWhere`` rewrite); the
+    files an overwrite replaces are chosen here. Returns the version, or ``None`` when nothing
+    was committed (skipped, or an append of no rows to an existing table).
+    """
+    if plan.skip:
+        return None
+    txn, options = plan.txn, plan.options
+    adds = [a for a in adds if _num_records(a) != 0 or a.stats is None]
+    if not options.data_change:
+        adds = [replace(a, data_change=False) for a in adds]
+    replaced = list(removes) + _replaced_files(plan, adds)
+    if not options.data_change:
+        replaced = [replace(r, data_change=False) for r in replaced]
+    actions: list[Action] = [*replaced, *adds]
+    if options.txn_app_id is not None and options.txn_version is not None:
+        actions.append(
+            SetTransaction(options.txn_app_id, options.txn_version, int(time.time() * 1000))
+        )
+    metrics = _metrics(adds, replaced, plan.operation)
+    metrics.update(extra_metrics or {})
+    operation = plan.operation.with_metrics(metrics)
+    if plan.new_table or txn.new_metadata is not None:
+        return txn.commit(actions, operation)
+    return txn.commit_if_needed(actions, operation)
+
+
+def remove_action(row: Mapping[str, Any], now_ms: int) -> RemoveFile:
+    """The ``remove`` of a live file (one row of ``all_files_arrow()``), as the reference
+    writes it: extended metadata, partition values, size, stats, deletion vector."""
+    from deltalog.actions import DeletionVectorDescriptor
+
+    dv = row.get("deletionVector")
+    return RemoveFile(
+        path=row["path"],
+        deletion_timestamp=now_ms,
+        data_change=True,
+        extended_file_metadata=True,
+        partition_values=dict(row.get("partitionValues") or []),
+        size=row.get("size"),
+        stats=row.get("stats"),
+        tags=dict(row["tags"]) if row.get("tags") else None,
+        deletion_vector=DeletionVectorDescriptor.from_dict(dv) if dv else None,
+        base_row_id=row.get("baseRowId"),
+        default_row_commit_version=row.get("defaultRowCommitVersion"),
+    )
+
+
+# -- preparation ---------------------------------------------------------------------------------
+
+
+def _check_options(table: str, options: WriteOptions) -> None:
+    mode = options.mode.lower()
+    if mode not in MODES:
+        raise errors.invalid_argument(
+            f"Unknown save mode {options.mode!r}: use append, overwrite, errorifexists or ignore.",
+            table=table,
+        )
+    if (options.txn_app_id is None) != (options.txn_version is None):
+        raise errors.InvalidArgumentError(
+            "DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS",
+            "Invalid options for idempotent Dataframe writes: both txnAppId and txnVersion must "
+            "be given, or neither.",
+            table=table,
+        )
+    if options.txn_version is not None and options.txn_version < 0:
+        raise errors.InvalidArgumentError(
+            "DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS",
+            f"txnVersion must be a non-negative integer, not {options.txn_version}.",
+            table=table,
+        )
+    if options.replace_where is not None and options.dynamic_partition_overwrite:
+        raise errors.InvalidArgumentError(
+            "DELTA_REPLACE_WHERE_WITH_DYNAMIC_PARTITION_OVERWRITE",
+            "A 'replaceWhere' expression and 'partitionOverwriteMode'='dynamic' cannot both be "
+            "set in the DataFrameWriter options.",
+            table=table,
+        )
+    if options.overwrite_schema and options.dynamic_partition_overwrite and mode == "overwrite":
+        raise errors.InvalidArgumentError(
+            "DELTA_OVERWRITE_SCHEMA_WITH_DYNAMIC_PARTITION_OVERWRITE",
+            "'overwriteSchema' cannot be used in dynamic partition overwrite mode.",
+            table=table,
+        )
+    if options.max_records_per_file < 0:
+        raise errors.invalid_argument("maxRecordsPerFile must not be negative", table=table)
+
+
+def _already_done(txn: Transaction, options: WriteOptions) -> bool:
+    """An idempotent write whose version the table already has is skipped (the reference
+    skips when the recorded version is greater than or equal to the given one)."""
+    if options.txn_app_id is None or options.txn_version is None:
+        return False
+    done = txn.txn_version(options.txn_app_id)
+    return done is not None and done >= options.txn_version
+
+
+def _metadata_for_write(
+    txn: Transaction, data_schema: StructType, options: WriteOptions
+) -> Metadata | None:
+    """The metadata this write commits: a new table's, a merged or overwritten schema, or
+    ``None`` when the table's stays as it is."""
+    table = txn.table_root
+    snapshot = txn.snapshot
+    mode = options.normalized_mode
+    partition_by = tuple(options.partition_by or ())
+    if snapshot is None or (mode == "overwrite" and options.overwrite_schema):
+        if options.overwrite_schema and options.replace_where is not None:
+            raise errors.InvalidArgumentError(
+                "DELTA_REPLACE_WHERE_WITH_OVERWRITE_SCHEMA",
+                "'overwriteSchema' cannot be combined with 'replaceWhere'.",
+                table=table,
+            )
+        return _new_metadata(txn, data_schema, partition_by, options)
+    current = snapshot.metadata
+    if options.partition_by is not None and not _same_columns(
+        options.partition_by, current.partition_columns
+    ):
+        raise errors.DeltaWriteError(
+            "DELTA_METADATA_MISMATCH",
+            "A schema mismatch detected when writing to the Delta table: the partitioning "
+            f"{list(options.partition_by)} differs from the table's "
+            f"{list(current.partition_columns)}.",
+            table=table,
+            help="drop .partitionBy(...) to use the table's partitioning, or replace the table "
+            "with mode('overwrite').option('overwriteSchema', 'true').",
+        )
+    table_schema = snapshot.schema
+    merged = merge_schema(
+        table_schema,
+        data_schema,
+        merge=options.merge_schema,
+        table_root=table,
+        overwrite_hint=mode == "overwrite",
+    )
+    if merged == table_schema:
+        return None
+    if not options.data_change:
+        raise _data_change_false(table)
+    configuration = dict(current.configuration)
+    mode_cm = TableProperties(configuration, table).column_mapping_mode
+    if mode_cm != "none":
+        max_id = int(configuration.get("delta.columnMapping.maxColumnId", "0"))
+        merged, max_id = assign_column_mapping(merged, mode_cm, max_id)
+        configuration["delta.columnMapping.maxColumnId"] = str(max_id)
+    return replace(current, schema_string=merged.to_json(), configuration=configuration)
+
+
+def _new_metadata(
+    txn: Transaction,
+    data_schema: StructType,
+    partition_by: tuple[str, ...],
+    options: WriteOptions,
+) -> Metadata:
+    table = txn.table_root
+    snapshot = txn.snapshot
+    if snapshot is not None and not options.data_change:
+        raise _data_change_false(table)
+    schema = as_nullable(data_schema)
+    partition_by = tuple(schema.field(c).name for c in partition_by) if partition_by else ()
+    check_partition_columns(schema, partition_by, table)
+    if snapshot is None:
+        configuration = validate_new_properties(options.configuration, table)
+    else:
+        configuration = dict(snapshot.metadata.configuration)
+    mode_cm = TableProperties(configuration, table).column_mapping_mode
+    if mode_cm != "none":
+        schema, max_id = assign_column_mapping(schema, mode_cm, 0)
+        configuration["delta.columnMapping.maxColumnId"] = str(max_id)
+    return Metadata(
+        id=snapshot.metadata.id if snapshot is not None else str(uuid.uuid4()),
+        schema_string=schema.to_json(),
+        partition_columns=partition_by,
+        configuration=configuration,
+        description=options.description
+        if snapshot is None
+        else snapshot.metadata.description,
+        name=snapshot.metadata.name if snapshot is not None else None,
+        created_time=int(time.time() * 1000)
+        if snapshot is None
+        else snapshot.metadata.created_time,
+    )
+
+
+def _check_overwrite_allowed(txn: Transaction) -> None:
+    metadata = txn.metadata
+    assert metadata is not None
+    if TableProperties(metadata.configuration, txn.table_root).append_only:
+        raise errors.DeltaWriteError(
+            "DELTA_CANNOT_MODIFY_APPEND_ONLY",
+            "This table is configured to only allow appends (delta.appendOnly=true); an "
+            "overwrite would remove data.",
+            table=txn.table_root,
+            help="append instead, or ALTER TABLE <table> SET TBLPROPERTIES "
+            "(delta.appendOnly=false).",
+        )
+
+
+def _parse_replace_where(table: str, options: WriteOptions) -> Predicate | None:
+    if options.replace_where is None:
+        return None
+    try:
+        return parse_predicate(options.replace_where)
+    except PredicateSyntaxError:
+        from deltalog.predicate import Opaque
+
+        return Opaque(options.replace_where)
+
+
+def _is_dynamic(txn: Transaction, options: WriteOptions) -> bool:
+    metadata = txn.metadata
+    return (
+        options.dynamic_partition_overwrite
+        and options.normalized_mode == "overwrite"
+        and metadata is not None
+        and bool(metadata.partition_columns)
+    )
+
+
+def _layout(txn: Transaction, options: WriteOptions) -> WriteLayout:
+    from deltalog.features import is_feature_supported
+
+    metadata, protocol = txn.metadata, txn.protocol
+    assert metadata is not None
+    schema = parse_schema(metadata.schema_string) if metadata.schema_string else StructType(())
+    cm = TableProperties(metadata.configuration, txn.table_root).column_mapping_mode
+    tight = protocol is not None and is_feature_supported(protocol, "deletionVectors")
+    if protocol is None:  # a new table: its protocol is chosen at commit
+        tight = metadata.configuration.get("delta.enableDeletionVectors", "").lower() == "true"
+    return WriteLayout(
+        table_root=txn.table_root,
+        schema=schema,
+        partition_columns=tuple(metadata.partition_columns),
+        column_mapping_mode=cm,
+        configuration=dict(metadata.configuration),
+        target_file_size=options.target_file_size,
+        max_records_per_file=options.max_records_per_file,
+        data_change=options.data_change,
+        stats_tight_bounds=tight,
+    )
+
+
+def _empty_layout(table_root: str) -> WriteLayout:
+    return WriteLayout(table_root=table_root, schema=StructType(()), partition_columns=())
+
+
+def _same_columns(a: Sequence[str], b: Sequence[str]) -> bool:
+    return [c.lower() for c in a] == [c.lower() for c in b]
+
+
+def _data_change_false(table: str) -> errors.DeltaWriteError:
+    return errors.DeltaWriteError(
+        "DELTA_DATA_CHANGE_FALSE",
+        "Cannot change table metadata because the 'dataChange' option is set to false.",
+        table=table,
+        help="drop the dataChange option, or write data that fits the current schema.",
+    )
+
+
+# -- what a write replaces -----------------------------------------------------------------------
+
+
+def _replaced_files(plan: WritePlan, adds: Sequence[AddFile]) -> list[RemoveFile]:
+    txn, options = plan.txn, plan.options
+    if options.normalized_mode != "overwrite" or txn.snapshot is None:
+        return []
+    now = int(time.time() * 1000)
+    if _is_dynamic(txn, options):
+        written = {_partition_key(a.partition_values) for a in adds}
+        files = txn.filter_files(None) if written else _no_files(txn)
+        keys = [_partition_key(dict(pv or [])) for pv in files.column("partitionValues").to_pylist()]
+        rows = files.to_pylist()
+        return [remove_action(r, now) for r, k in zip(rows, keys, strict=True) if k in written]
+    if plan.replace_predicate is not None:
+        # Only the files whose partition values match: data-column conditions are handled by
+        # the caller's rewrite (which passes its own removes).
+        if not _partition_only(plan):
+            return []
+        files = txn.filter_files(plan.replace_predicate)
+        return [remove_action(r, now) for r in files.to_pylist()]
+    files = txn.filter_files(None)
+    txn.read_whole_table()
+    return [remove_action(r, now) for r in files.to_pylist()]
+
+
+def _partition_only(plan: WritePlan) -> bool:
+    """Whether the ``replaceWhere`` names partition columns only."""
+    from deltalog.predicate import Opaque
+
+    predicate = plan.replace_predicate
+    if predicate is None or isinstance(predicate, Opaque):
+        return False
+    parts = {c.lower() for c in plan.layout.partition_columns}
+    return bool(parts) and all(c.lower() in parts for c in columns(predicate)) and _no_opaque(
+        predicate
+    )
+
+
+def _no_opaque(p: Predicate) -> bool:
+    from deltalog.predicate import And, Not, Opaque, Or
+
+    if isinstance(p, Opaque):
+        return False
+    if isinstance(p, And | Or):
+        return _no_opaque(p.left) and _no_opaque(p.right)
+    if isinstance(p, Not):
+        return _no_opaque(p.child)
+    return True
+
+
+def replace_where_is_partition_only(plan: WritePlan) -> bool:
+    """Whether a ``replaceWhere`` can be done by removing whole files (partition columns only);
+    otherwise the caller rewrites the candidate files without the matching rows."""
+    return _partition_only(plan)
+
+
+def _partition_key(values: Mapping[str, str | None]) -> tuple[tuple[str, str | None], ...]:
+    return tuple(sorted((k.lower(), None if v == "" else v) for k, v in values.items()))
+
+
+def _no_files(txn: Transaction) -> pa.Table:
+    from deltalog.actions import ADD_SCHEMA
+
+    return pa.Table.from_batches([], pa.schema(list(ADD_SCHEMA)))
+
+
+def _num_records(add: AddFile) -> int | None:
+    if add.stats is None:
+        return None
+    value = json.loads(add.stats).get("numRecords")
+    return None if value is None else int(value)
+
+
+def _metrics(
+    adds: Sequence[AddFile], removes: Sequence[RemoveFile], operation: operations.Operation
+) -> dict[str, int]:
+    metrics = {
+        "numFiles": len(adds),
+        "numOutputRows": sum(_num_records(a) or 0 for a in adds),
+        "numOutputBytes": sum(a.size for a in adds),
+    }
+    if operation.parameters.get("mode") == "Overwrite":
+        metrics["numRemovedFiles"] = len(removes)
+        metrics["numRemovedBytes"] = sum(r.size or 0 for r in removes)
+    return metrics

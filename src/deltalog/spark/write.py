@@ -1,0 +1,277 @@
+"""Batch writes from Spark: ``df.write.format("delta")`` spread over the executors.
+
+The driver prepares the write (:func:`deltalog.commands.write_into_delta.prepare_write`: mode,
+schema, idempotence, refusals), then one ``mapInArrow`` stage writes the data: every task feeds
+its Arrow batches to a :class:`~deltalog.write.file_writer.DataFileWriter` and returns the
+``add`` actions of the files it wrote, one JSON line each. The driver collects those lines and
+commits once. Rules every row must pass (NOT NULL, CHECK constraints, the ``replaceWhere``
+condition) are Spark expressions evaluated in the same stage, failing it with the reference's
+error; generated columns the data lacks are computed there too.
+
+Only DataFrame APIs are used, so this runs on classic sessions and over Spark Connect, on
+PySpark 3.5 and 4.x.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from deltalog import errors
+from deltalog.actions import AddFile, action_from_json
+from deltalog.commands.constraints import GENERATION_KEY, IDENTITY_KEYS, constraints
+from deltalog.commands.write_into_delta import (
+    WriteOptions,
+    WritePlan,
+    commit_write,
+    prepare_write,
+    replace_where_is_partition_only,
+)
+from deltalog.delta_log import DeltaLog
+from deltalog.schema import StructType, parse_schema
+from deltalog.spark.session import conf_get, to_arrow
+from deltalog.write.file_writer import DataFileWriter, WriteLayout
+
+_ADD_COLUMN = "add"
+_CHECK_MARKER = "[deltalog:"
+_TRUE = {"true": True, "false": False}
+_PASSED_THROUGH = {"path", "compression", "optimizewrite", "parquet.writer.version"}
+
+
+def parse_writer_options(
+    spark: Any,
+    options: Mapping[str, Any],
+    *,
+    mode: str | None,
+    partition_by: Sequence[str] | None,
+    table: str,
+) -> WriteOptions:
+    """delta-spark's writer options (keys case-insensitive) and session confs as
+    :class:`WriteOptions`.
+
+    Raises:
+        InvalidArgumentError: an option value of the wrong kind (DELTA_ILLEGAL_OPTION), or an
+            unknown ``delta.*`` property.
+    """
+    opts = {k.lower(): None if v is None else str(v) for k, v in options.items()}
+    configuration = {k: str(v) for k, v in options.items() if k.lower().startswith("delta.")}
+    dpo_option = opts.get("partitionoverwritemode")
+    dpo_session = conf_get(spark, "spark.sql.sources.partitionOverwriteMode", "static")
+    replace_where = opts.get("replacewhere")
+    dynamic_value = dpo_option or ("static" if replace_where else dpo_session)
+    dynamic = _choice(dynamic_value, ("static", "dynamic"), "partitionOverwriteMode", table)
+    merge_default = conf_get(spark, "spark.databricks.delta.schema.autoMerge.enabled", "false")
+    user_metadata = opts.get("usermetadata") or _none_if_empty(
+        conf_get(spark, "spark.databricks.delta.commitInfo.userMetadata", "")
+    )
+    return WriteOptions(
+        mode=(mode or "errorifexists"),
+        partition_by=tuple(partition_by) if partition_by else None,
+        replace_where=replace_where,
+        dynamic_partition_overwrite=dynamic == "dynamic",
+        merge_schema=_bool(opts.get("mergeschema", merge_default), "mergeSchema", table),
+        overwrite_schema=_bool(opts.get("overwriteschema", "false"), "overwriteSchema", table),
+        txn_app_id=opts.get("txnappid"),
+        txn_version=_int(opts.get("txnversion"), "txnVersion", table),
+        user_metadata=user_metadata,
+        max_records_per_file=_int(opts.get("maxrecordsperfile"), "maxRecordsPerFile", table)
+        or int(conf_get(spark, "spark.sql.files.maxRecordsPerFile", "0")),
+        data_change=_bool(opts.get("datachange", "true"), "dataChange", table),
+        configuration=configuration,
+        description=opts.get("comment"),
+    )
+
+
+def write_dataframe(
+    df: Any,
+    path: str,
+    *,
+    mode: str | None = None,
+    partition_by: Sequence[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> int | None:
+    """Write ``df`` into the Delta table at ``path``; returns the committed version (``None``
+    when nothing was committed: ignore mode on an existing table, an idempotent write already
+    applied, or no rows appended).
+
+    Raises:
+        DeltaWriteError, InvalidArgumentError, UnsupportedFeatureError: the write cannot be done
+            as asked; nothing was committed.
+        DeltaConcurrentModificationException: a concurrent commit conflicts.
+    """
+    spark = df.sparkSession
+    log = DeltaLog.for_table(path)
+    write_options = parse_writer_options(
+        spark, options or {}, mode=mode, partition_by=partition_by, table=log.table_root
+    )
+    plan = prepare_write(log, parse_schema(df.schema.json()), write_options)
+    if plan.skip:
+        return None
+    checked = _with_rules(df, plan)
+    task = WriteTask(plan.layout)
+    try:
+        lines = to_arrow(checked.mapInArrow(task, f"{_ADD_COLUMN} string"))
+    except Exception as e:  # a row broke a rule: surface the reference's error, typed
+        raise _rule_error(e, log.table_root) from None
+    adds = [_add(line) for line in lines.column(_ADD_COLUMN).to_pylist()]
+    if plan.replace_predicate is not None and not replace_where_is_partition_only(plan):
+        from deltalog.commands.rewrite import rewrite_without
+
+        removes, rewritten, metrics = rewrite_without(plan, log.store)
+        return commit_write(plan, [*rewritten, *adds], removes=removes, extra_metrics=metrics)
+    return commit_write(plan, adds)
+
+
+class WriteTask:
+    """The function each Spark task runs: write its batches, yield its ``add`` lines."""
+
+    def __init__(self, layout: WriteLayout) -> None:
+        self.layout = layout
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from deltalog.storage import store_for
+
+        writer = DataFileWriter(store_for(self.layout.table_root), self.layout, task_id=_task_id())
+        for batch in batches:
+            if batch.num_rows:
+                writer.add(_drop_checks(batch))
+        lines = [a.to_json() for a in writer.finish()]
+        yield pa.RecordBatch.from_arrays([pa.array(lines, pa.string())], [_ADD_COLUMN])
+
+
+def _task_id() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.partitionId() if context is not None else 0
+
+
+def _drop_checks(batch: pa.RecordBatch) -> pa.RecordBatch:
+    names = [n for n in batch.schema.names if not n.startswith("__deltalog_")]
+    return batch.select(names) if len(names) != batch.num_columns else batch
+
+
+def _add(line: str) -> AddFile:
+    action = action_from_json(line)
+    assert isinstance(action, AddFile)
+    return action
+
+
+# -- rules evaluated by Spark --------------------------------------------------------------------
+
+
+def _with_rules(df: Any, plan: WritePlan) -> Any:
+    """``df`` with missing generated columns computed and a filter that is always true or
+    raises the reference's error for the first row that breaks a rule."""
+    from pyspark.sql import functions as F
+
+    schema: StructType = plan.layout.schema
+    table = plan.layout.table_root
+    present = {c.lower() for c in df.columns}
+    for f in schema.fields:
+        if any(k in f.metadata for k in IDENTITY_KEYS):
+            raise errors.UnsupportedFeatureError(
+                "DELTA_UNSUPPORTED_IDENTITY_WRITE",
+                f"column {f.name} is an identity column; writing identity values is not "
+                "supported yet.",
+                table=table,
+                help="write to a table without identity columns.",
+            )
+        if GENERATION_KEY in f.metadata and f.name.lower() not in present:
+            df = df.withColumn(f.name, F.expr(str(f.metadata[GENERATION_KEY])))
+    checks = []
+    for f in schema.fields:
+        if not f.nullable:
+            msg = f"{_CHECK_MARKER}DELTA_NOT_NULL_CONSTRAINT_VIOLATED] NOT NULL constraint " \
+                f"violated for column: {f.name}."
+            column = F.col(f"`{f.name}`") if f.name.lower() in present else F.lit(None)
+            checks.append(F.when(column.isNull(), F.raise_error(F.lit(msg))))
+        if GENERATION_KEY in f.metadata and f.name.lower() in present:
+            expr = str(f.metadata[GENERATION_KEY])
+            msg = f"{_CHECK_MARKER}DELTA_GENERATED_COLUMNS_VALUE_MISMATCH] CHECK constraint " \
+                f"Generated Column ({f.name} <=> {expr}) violated by row with values: "
+            ok = F.col(f"`{f.name}`").eqNullSafe(F.expr(expr))
+            checks.append(F.when(~ok, F.raise_error(F.concat(F.lit(msg), _row_text(df)))))
+    for name, expr in constraints(plan.layout.configuration).items():
+        msg = f"{_CHECK_MARKER}DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] CHECK constraint {name} " \
+            f"{expr} violated by row with values: "
+        ok = F.coalesce(F.expr(expr), F.lit(False))
+        checks.append(F.when(~ok, F.raise_error(F.concat(F.lit(msg), _row_text(df)))))
+    if plan.options.replace_where is not None and plan.replace_predicate is not None:
+        expr = plan.options.replace_where
+        msg = f"{_CHECK_MARKER}DELTA_REPLACE_WHERE_MISMATCH] Written data does not conform to " \
+            f"partial table overwrite condition or constraint '{expr}'. Row: "
+        ok = F.coalesce(F.expr(expr), F.lit(False))
+        checks.append(F.when(~ok, F.raise_error(F.concat(F.lit(msg), _row_text(df)))))
+    if checks:
+        df = df.where(F.coalesce(*checks, F.lit(True)))
+    return df
+
+
+def _row_text(df: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    parts = []
+    for i, name in enumerate(df.columns):
+        parts += [F.lit(("" if i == 0 else ", ") + f"{name} = "),
+                  F.coalesce(F.col(f"`{name}`").cast("string"), F.lit("null"))]
+    return F.concat(*parts) if parts else F.lit("")
+
+
+_RULE = re.compile(r"\[deltalog:([A-Z_]+)\] (.*?)(?:\n|$|\" *\}|\. SQLSTATE)", re.S)
+
+
+def _rule_error(e: Exception, table: str) -> Exception:
+    text = str(e)
+    m = _RULE.search(text)
+    if m is None:
+        return e
+    return errors.DeltaWriteError(m.group(1), m.group(2).strip().rstrip("."), table=table)
+
+
+# -- option values -------------------------------------------------------------------------------
+
+
+def _bool(value: str | None, name: str, table: str) -> bool:
+    if value is None:
+        return False
+    result = _TRUE.get(value.strip().lower())
+    if result is None:
+        raise _illegal(name, value, "must be 'true' or 'false'", table)
+    return result
+
+
+def _int(value: str | None, name: str, table: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise _illegal(name, value, "must be an integer", table) from None
+
+
+def _choice(value: str, allowed: tuple[str, ...], name: str, table: str) -> str:
+    lowered = value.strip().lower()
+    if lowered not in allowed:
+        raise _illegal(name, value, f"must be one of {', '.join(allowed)}", table)
+    return lowered
+
+
+def _illegal(name: str, value: str, why: str, table: str) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(
+        "DELTA_ILLEGAL_OPTION",
+        f"Invalid value '{value}' for option '{name}': {why}.",
+        table=table,
+    )
+
+
+def _none_if_empty(value: str) -> str | None:
+    return value or None
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value)

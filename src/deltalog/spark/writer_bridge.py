@@ -1,0 +1,147 @@
+"""``df.write.format("delta")`` exactly as delta-spark users write it.
+
+PySpark hands a Python data source only ``append`` and ``overwrite``, and refuses it with
+``partitionBy`` and the default ``errorifexists`` mode, so delta-spark's idioms would fail. Instead,
+:func:`install` wraps the ``DataFrameWriter`` classes (classic and Spark Connect): the builder
+calls (``format``, ``mode``, ``partitionBy``, ``option(s)``) are remembered on the Python side as
+well as passed on, and ``save`` of the registered Delta format runs
+:func:`deltalog.spark.write.write_dataframe`, which implements every mode and option itself.
+Every other format goes to PySpark's own ``save`` unchanged.
+
+``saveAsTable`` with the Delta format is not bridged yet (table names come with the catalog
+work); it raises a typed error saying to use ``save(path)``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from deltalog import errors
+
+_STATE = "_deltalog_write_state"
+_FORMATS: set[str] = set()
+
+
+def install(format_name: str) -> None:
+    """Route ``save`` of ``format_name`` (``"delta"`` or ``"deltalog"``) through deltalog.
+    Idempotent; safe to call for classic and Connect sessions alike."""
+    _FORMATS.add(format_name.lower())
+    for cls in _writer_classes():
+        if getattr(cls, "_deltalog_bridged", False):
+            continue
+        _wrap_builder(cls)
+        cls.save = _bridged_save(cls.save)
+        cls.saveAsTable = _bridged_save_as_table(cls.saveAsTable)
+        cls._deltalog_bridged = True
+
+
+def _writer_classes() -> list[type]:
+    classes: list[type] = []
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    classes.append(DataFrameWriter)
+    try:
+        from pyspark.sql.connect.readwriter import DataFrameWriter as ConnectWriter
+    except Exception:  # Connect's client dependencies are optional
+        return classes
+    classes.append(ConnectWriter)
+    return classes
+
+
+def _state(writer: Any) -> dict[str, Any]:
+    state = writer.__dict__.get(_STATE)
+    if state is None:
+        state = {"format": None, "mode": None, "partition_by": None, "options": {}}
+        writer.__dict__[_STATE] = state
+    return state
+
+
+def _wrap_builder(cls: type) -> None:
+    def record(name: str, update: Callable[[dict[str, Any], tuple, dict], None]) -> None:
+        original = getattr(cls, name)
+
+        @functools.wraps(original)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            update(_state(self), args, kwargs)
+            return original(self, *args, **kwargs)
+
+        setattr(cls, name, wrapper)
+
+    record("format", lambda s, a, k: s.__setitem__("format", a[0] if a else k.get("source")))
+    record("mode", lambda s, a, k: s.__setitem__("mode", a[0] if a else k.get("saveMode")))
+    record("partitionBy", lambda s, a, k: s.__setitem__("partition_by", _columns(a)))
+    record("option", lambda s, a, k: s["options"].__setitem__(
+        a[0] if a else k["key"], a[1] if len(a) > 1 else k.get("value")))
+    record("options", lambda s, a, k: s["options"].update(k))
+
+
+def _columns(args: tuple) -> list[str]:
+    if len(args) == 1 and isinstance(args[0], list | tuple):
+        return list(args[0])
+    return [str(c) for c in args]
+
+
+def _is_delta(state: dict[str, Any], format_arg: str | None) -> bool:
+    name = format_arg or state["format"]
+    return name is not None and str(name).lower() in _FORMATS
+
+
+def _bridged_save(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def save(
+        self: Any,
+        path: str | None = None,
+        format: str | None = None,
+        mode: str | None = None,
+        partitionBy: str | list[str] | None = None,
+        **options: Any,
+    ) -> None:
+        state = _state(self)
+        if not _is_delta(state, format):
+            return original(self, path, format, mode, partitionBy, **options)
+        from deltalog.spark.write import write_dataframe
+
+        merged = {**state["options"], **options}
+        target = path or merged.pop("path", None)
+        if target is None:
+            raise errors.invalid_argument("'path' is not specified: use .save(path)")
+        columns = state["partition_by"]
+        if partitionBy is not None:
+            columns = [partitionBy] if isinstance(partitionBy, str) else list(partitionBy)
+        write_dataframe(
+            _dataframe(self),
+            str(target),
+            mode=mode or state["mode"],
+            partition_by=columns,
+            options=merged,
+        )
+        return None
+
+    return save
+
+
+def _bridged_save_as_table(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def save_as_table(self: Any, name: str, format: str | None = None, *args: Any, **kw: Any) -> None:
+        if not _is_delta(_state(self), format):
+            return original(self, name, format, *args, **kw)
+        raise errors.UnsupportedFeatureError(
+            "DELTA_SAVE_AS_TABLE_UNSUPPORTED",
+            f"saveAsTable({name!r}) with the Delta format needs catalog support, which deltalog "
+            "does not have yet.",
+            help="write to a path with .save(path) and read it with DeltaTable.forPath.",
+        )
+
+    return save_as_table
+
+
+def _dataframe(writer: Any) -> Any:
+    """The DataFrame a writer writes (classic keeps it; Connect keeps its plan)."""
+    df = writer._df
+    if hasattr(df, "sparkSession"):
+        return df
+    from pyspark.sql.connect.dataframe import DataFrame
+
+    return DataFrame(df, writer._spark)

@@ -1,0 +1,391 @@
+"""The commit path (reference ``OptimisticTransactionImpl.commit`` / ``doCommitRetryIteratively``).
+
+1. :func:`prepare` validates the actions against the table (metadata present on a new table,
+   protocol raised to what the metadata needs and writable by deltalog, partition values keyed
+   by the partition columns, append-only tables, duplicates) and decides the isolation level.
+2. Each attempt builds ``commitInfo`` (first line; in-commit timestamp when the table has them)
+   and writes ``<version>.json`` put-if-absent through the store: the file appears whole or
+   not at all, and an existing commit is never overwritten.
+3. When the version exists, every winning commit up to the latest is checked with the
+   reference's rules (:func:`deltalog.txn.conflicts.check_conflicts`); no conflict means retry
+   at the next version at once (no sleep, as the reference), a conflict raises its exception.
+4. Post-commit hooks run on the committed version (:mod:`deltalog.txn.hooks`); their failures
+   are logged, never raised: the commit has happened.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from deltalog import errors
+from deltalog.actions import (
+    Action,
+    AddCDCFile,
+    AddFile,
+    CommitInfo,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    SetTransaction,
+)
+from deltalog.features import check_write_supported, protocol_for_table
+from deltalog.log.filenames import commit_name, parse_log_file, version_prefix, LogFileKind
+from deltalog.schema import parse_schema
+from deltalog.table_properties import TableProperties
+from deltalog.txn.conflicts import WinningCommit, check_conflicts, in_commit_timestamp_after
+from deltalog.txn.operations import Operation, build_commit_info, new_txn_id
+from deltalog.txn.read_set import SERIALIZABLE, SNAPSHOT_ISOLATION, PendingCommit
+
+if TYPE_CHECKING:
+    from deltalog.txn.transaction import Transaction
+
+log = logging.getLogger(__name__)
+
+# The reference allows ten million conflict-free retries; a bound keeps a livelock finite.
+MAX_COMMIT_ATTEMPTS = 10_000_000
+ICT_ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"
+ICT_ENABLEMENT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
+
+
+def commit(
+    txn: Transaction,
+    actions: list[Action],
+    operation: Operation,
+    *,
+    tags: Mapping[str, str] | None = None,
+    skip_empty: bool = False,
+) -> int | None:
+    """Commit ``actions`` for ``txn``; returns the version, or ``None`` when ``skip_empty`` and
+    there is nothing to commit. See the module docstring for the steps."""
+    pending = prepare(txn, actions)
+    if skip_empty and not pending.actions:
+        return None
+    txn_id = new_txn_id()
+    attempt = txn.read_version + 1
+    own_ict: int | None = None
+    for _ in range(MAX_COMMIT_ATTEMPTS):
+        now = int(time.time() * 1000)
+        ict = _in_commit_timestamp(txn, pending, now, own_ict)
+        own_ict = ict
+        actions_now = _with_ict_enablement(txn, pending, attempt, ict)
+        info = build_commit_info(
+            operation,
+            timestamp=now,
+            read_version=txn.read_version,
+            isolation_level=pending.isolation_level,
+            is_blind_append=pending.is_blind_append,
+            txn_id=txn_id,
+            in_commit_timestamp=ict,
+            user_metadata=txn.user_metadata,
+            tags=tags,
+        )
+        data = serialize([info, *actions_now])
+        path = f"{txn.log.log_root}/{commit_name(attempt)}"
+        try:
+            txn.log.store.write_if_absent(path, data)
+        except FileExistsError:
+            pending, attempt, own_ict = _resolve_conflicts(txn, pending, attempt, own_ict)
+            continue
+        log.info("Committed version %d of %s (%s)", attempt, txn.table_root, operation.name)
+        from deltalog.txn.hooks import run_post_commit_hooks
+
+        run_post_commit_hooks(txn, attempt, operation)
+        return attempt
+    raise errors.DeltaConcurrentModificationException(
+        "DELTA_MAX_COMMIT_RETRIES_EXCEEDED",
+        f"This commit has failed as it has been tried {MAX_COMMIT_ATTEMPTS} times but did not "
+        f"succeed; the last attempted version was {attempt}.",
+        table=txn.table_root,
+        help="the table is under heavy concurrent writes; retry later.",
+    )
+
+
+def serialize(actions: list[Action]) -> bytes:
+    """The bytes of a commit file: one JSON action per line, newline-terminated."""
+    return "".join(a.to_json() + "\n" for a in actions).encode("utf-8")
+
+
+# -- preparation --------------------------------------------------------------------------------
+
+
+def prepare(txn: Transaction, actions: list[Action]) -> PendingCommit:
+    """Validate ``actions`` and fold in the transaction's metadata and protocol changes.
+
+    Raises:
+        DeltaWriteError, UnsupportedFeatureError, InvalidArgumentError: see the module docstring.
+    """
+    table = txn.table_root
+    metadata = _single(txn, actions, Metadata, txn.new_metadata)
+    protocol = _single(txn, actions, Protocol, txn.new_protocol)
+    others = [a for a in actions if not isinstance(a, Metadata | Protocol | CommitInfo)]
+    current_protocol = txn.snapshot.protocol if txn.snapshot is not None else None
+    if txn.snapshot is None and metadata is None:
+        raise errors.DeltaWriteError(
+            "DELTA_METADATA_ABSENT",
+            "Couldn't find Metadata while committing the first version of the Delta table.",
+            table=table,
+            help="create the table with a schema first (a write in a create mode, or "
+            "DeltaTable.create).",
+        )
+    if metadata is not None:
+        metadata, protocol = _upgrade_protocol(txn, metadata, protocol, current_protocol)
+    if protocol is not None and current_protocol is not None:
+        _check_no_downgrade(table, current_protocol, protocol)
+    effective_protocol = protocol or current_protocol
+    effective_metadata = metadata or (txn.snapshot.metadata if txn.snapshot else None)
+    assert effective_protocol is not None and effective_metadata is not None
+    check_write_supported(effective_protocol, table)
+    _check_partition_values(table, effective_metadata, others)
+    _check_append_only(table, effective_metadata, others)
+    _check_duplicates(table, others)
+    head: list[Action] = []
+    if protocol is not None and protocol != current_protocol:
+        head.append(protocol)
+    if metadata is not None:
+        head.append(metadata)
+    final = tuple(head + others)
+    isolation = _isolation_level(txn, effective_metadata, final)
+    return PendingCommit(txn.snapshot, txn.read_set, isolation, final)
+
+
+def _single(
+    txn: Transaction, actions: list[Action], kind: type, from_txn: Action | None
+) -> Action | None:
+    found = [a for a in actions if isinstance(a, kind)]
+    if from_txn is not None:
+        found.append(from_txn)
+    if len(found) > 1:
+        raise errors.InternalError(
+            "DELTA_MULTIPLE_" + kind.__name__.upper() + "_ACTIONS",
+            f"a commit may hold one {kind.__name__} action, this one has {len(found)}",
+            table=txn.table_root,
+        )
+    return found[0] if found else None
+
+
+def _upgrade_protocol(
+    txn: Transaction,
+    metadata: Metadata,
+    protocol: Protocol | None,
+    current: Protocol | None,
+) -> tuple[Metadata, Protocol | None]:
+    """The protocol the new metadata needs (``delta.feature.*`` and version properties are
+    folded into it and dropped from the configuration); never below the current one."""
+    schema = parse_schema(metadata.schema_string) if metadata.schema_string else None
+    base = protocol if protocol is not None else current
+    needed, configuration = protocol_for_table(metadata.configuration, schema, base)
+    if configuration != metadata.configuration:
+        metadata = replace(metadata, configuration=configuration)
+    if needed != current:
+        return metadata, needed
+    return metadata, protocol
+
+
+def _check_no_downgrade(table: str, current: Protocol, new: Protocol) -> None:
+    from deltalog.features import reader_features, writer_features
+
+    lower = new.min_reader_version < current.min_reader_version or (
+        new.min_writer_version < current.min_writer_version
+    )
+    dropped = (reader_features(current) - reader_features(new)) | (
+        writer_features(current) - writer_features(new)
+    )
+    if lower or dropped:
+        raise errors.DeltaWriteError(
+            "DELTA_INVALID_PROTOCOL_DOWNGRADE",
+            f"Protocol version cannot be downgraded from ({current.min_reader_version},"
+            f"{current.min_writer_version}) to ({new.min_reader_version},"
+            f"{new.min_writer_version})"
+            + (f"; features {sorted(dropped)} would be dropped" if dropped else "")
+            + ".",
+            table=table,
+            help="a protocol only goes up; drop features with DROP FEATURE.",
+        )
+
+
+def _check_partition_values(table: str, metadata: Metadata, actions: list[Action]) -> None:
+    from deltalog.schema import StructType
+
+    schema = parse_schema(metadata.schema_string) if metadata.schema_string else StructType(())
+    mapping = TableProperties(metadata.configuration, table).column_mapping_mode != "none"
+    expected = set()
+    for name in metadata.partition_columns:
+        try:
+            field = schema.field(name)
+            expected.add(field.physical_name if mapping else field.name)
+        except KeyError:
+            expected.add(name)
+    for a in actions:
+        if isinstance(a, AddFile) and set(a.partition_values) != expected:
+            raise errors.DeltaWriteError(
+                "DELTA_INVALID_PARTITIONING_SCHEMA",
+                f"The AddFile {a.path} has partition values for {sorted(a.partition_values)} but "
+                f"the table is partitioned by {sorted(expected)}.",
+                table=table,
+                help="write the file with the table's partition columns.",
+            )
+
+
+def _check_append_only(table: str, metadata: Metadata, actions: list[Action]) -> None:
+    if not TableProperties(metadata.configuration, table).append_only:
+        return
+    if any(isinstance(a, RemoveFile) and a.data_change for a in actions):
+        raise errors.DeltaWriteError(
+            "DELTA_CANNOT_MODIFY_APPEND_ONLY",
+            "This table is configured to only allow appends (delta.appendOnly=true).",
+            table=table,
+            help="to allow updates or deletes, use ALTER TABLE <table> SET TBLPROPERTIES "
+            "(delta.appendOnly=false).",
+        )
+
+
+def _check_duplicates(table: str, actions: list[Action]) -> None:
+    app_versions: dict[str, int] = {}
+    for a in actions:
+        if isinstance(a, SetTransaction):
+            if app_versions.setdefault(a.app_id, a.version) != a.version:
+                raise errors.invalid_argument(
+                    f"Two SetTransaction actions for application {a.app_id!r} with different "
+                    "versions in one commit.",
+                    table=table,
+                )
+    keys = Counter(
+        (type(a).__name__, a.path, a.deletion_vector.unique_id if a.deletion_vector else None)
+        for a in actions
+        if isinstance(a, AddFile | RemoveFile)
+    )
+    dupes = sorted(k[1] for k, n in keys.items() if n > 1)
+    if dupes:
+        raise errors.DeltaWriteError(
+            "DELTA_DUPLICATE_ACTIONS_FOUND",
+            f"File operation for path {dupes[0]} was specified several times in one commit.",
+            table=table,
+        )
+    domains = Counter(a.domain for a in actions if isinstance(a, DomainMetadata))
+    twice = sorted(d for d, n in domains.items() if n > 1)
+    if twice:
+        raise errors.DeltaWriteError(
+            "DELTA_DUPLICATE_DOMAIN_METADATA_INTERNAL_ERROR",
+            f"Domain metadata for domain {twice[0]} appears several times in one commit.",
+            table=table,
+        )
+
+
+def _isolation_level(txn: Transaction, metadata: Metadata, actions: tuple[Action, ...]) -> str:
+    """The table's level (or the caller's), downgraded to SnapshotIsolation when no file
+    action changes data and nothing but files is committed (e.g. OPTIMIZE)."""
+    level = txn.isolation_level or _table_isolation_level(txn, metadata)
+    files = [a for a in actions if isinstance(a, AddFile | RemoveFile | AddCDCFile)]
+    non_files = [a for a in actions if not isinstance(a, AddFile | RemoveFile | AddCDCFile)]
+    if files and not non_files and all(not a.data_change for a in files):
+        return SNAPSHOT_ISOLATION
+    return level
+
+
+def _table_isolation_level(txn: Transaction, metadata: Metadata) -> str:
+    value = metadata.configuration.get("delta.isolationLevel")
+    return value if value in ("Serializable", "WriteSerializable") else SERIALIZABLE
+
+
+# -- in-commit timestamps -----------------------------------------------------------------------
+
+
+def _ict_enabled(txn: Transaction, pending: PendingCommit) -> bool:
+    from deltalog.features import is_feature_supported
+
+    metadata = pending.metadata or (txn.snapshot.metadata if txn.snapshot else None)
+    protocol = pending.protocol or (txn.snapshot.protocol if txn.snapshot else None)
+    if metadata is None or protocol is None:
+        return False
+    enabled = TableProperties(metadata.configuration).enable_in_commit_timestamps
+    return enabled and is_feature_supported(protocol, "inCommitTimestamp")
+
+
+def _in_commit_timestamp(
+    txn: Transaction, pending: PendingCommit, now: int, previous_attempt: int | None
+) -> int | None:
+    """max(now, previous commit's timestamp + 1), and never below an earlier attempt's."""
+    if not _ict_enabled(txn, pending):
+        return None
+    floor = now
+    if txn.snapshot is not None:
+        floor = max(floor, txn.snapshot.timestamp + 1)
+    if previous_attempt is not None:
+        floor = max(floor, previous_attempt)
+    return floor
+
+
+def _with_ict_enablement(
+    txn: Transaction, pending: PendingCommit, version: int, ict: int | None
+) -> list[Action]:
+    """Enabling ICT on an existing table records from which version and time it holds."""
+    actions = list(pending.actions)
+    md = pending.metadata
+    if ict is None or md is None or txn.snapshot is None or txn.snapshot.in_commit_timestamps_enabled:
+        return actions
+    conf = dict(md.configuration)
+    conf[ICT_ENABLEMENT_VERSION] = str(version)
+    conf[ICT_ENABLEMENT_TIMESTAMP] = str(ict)
+    return [replace(md, configuration=conf) if a is md else a for a in actions]
+
+
+# -- conflicts ----------------------------------------------------------------------------------
+
+
+def _resolve_conflicts(
+    txn: Transaction, pending: PendingCommit, attempt: int, own_ict: int | None
+) -> tuple[PendingCommit, int, int | None]:
+    """Check every commit from ``attempt`` to the latest against ``pending``; return the
+    (possibly rebased) pending commit, the next version to try and the ICT floor."""
+    store = txn.log.store
+    listing = store.list_from(txn.log.log_root, version_prefix(attempt))
+    winners = sorted(
+        (lf for f in listing if (lf := parse_log_file(f)) is not None and lf.kind is LogFileKind.COMMIT),
+        key=lambda lf: lf.version,
+    )
+    expected = attempt
+    for lf in winners:
+        if lf.version != expected:
+            break
+        data = store.read(lf.path)
+        if not data.strip():
+            raise errors.InvalidTableError(
+                "DELTA_EMPTY_COMMIT_FILE",
+                f"Commit file {lf.path} (version {lf.version}) is empty: a writer crashed or "
+                "its storage lost the content. Committing after it would hide that.",
+                table=txn.table_root,
+                help="check the writer that made it; if that version was never committed, "
+                "delete the empty file and retry.",
+            )
+        winner = WinningCommit.parse(lf.version, data, lf.file.modification_time, txn.table_root)
+        pending = check_conflicts(pending, winner)
+        if own_ict is not None:
+            own_ict = in_commit_timestamp_after(own_ict, winner)
+        expected += 1
+    if expected == attempt:
+        # The file existed a moment ago but cannot be listed (or is not contiguous): read it
+        # directly once more before giving up, so a slow listing cannot make us overwrite.
+        raise errors.ConcurrentWriteException(
+            "DELTA_CONCURRENT_WRITE",
+            f"Version {attempt} was written concurrently but could not be read back.",
+            table=txn.table_root,
+            version=attempt,
+            help="retry the operation.",
+        )
+    log.info(
+        "Version %d of %s was taken; no logical conflict with versions %d..%d, retrying at %d",
+        attempt, txn.table_root, attempt, expected - 1, expected,
+    )
+    return pending, expected, own_ict
+
+
+def commit_info_json(info: CommitInfo) -> str:
+    """The winner's commitInfo as the reference appends it to conflict messages."""
+    return json.dumps(info.to_dict(), separators=(",", ":"))

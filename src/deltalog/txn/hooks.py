@@ -1,0 +1,68 @@
+"""Post-commit hooks (reference ``PostCommitHook``s), run in order after a commit landed:
+
+1. checkpoint: every ``delta.checkpointInterval`` versions (10 by default; never at version 0),
+   a classic checkpoint of the committed version and ``_last_checkpoint``;
+2. log cleanup: after a checkpoint, when ``delta.enableExpiredLogCleanup`` (default true),
+   log files older than ``delta.logRetentionDuration`` that no retained version needs.
+
+A hook failure is logged and never raised: the commit has already happened, and the next
+checkpoint will cover what this one missed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from deltalog import errors
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+    from deltalog.storage.base import LogStore
+    from deltalog.txn.operations import Operation
+    from deltalog.txn.transaction import Transaction
+
+log = logging.getLogger(__name__)
+
+
+def run_post_commit_hooks(txn: Transaction, version: int, operation: Operation) -> None:
+    """Refresh the log to ``version`` and run the hooks that apply to it."""
+    try:
+        snapshot = txn.log.update()
+        if snapshot.version != version:
+            if not _checkpoint_due(snapshot, version):
+                return
+            snapshot = txn.log.get_snapshot_at(version)
+        if _checkpoint_due(snapshot, version):
+            checkpoint_and_clean(txn.log.store, snapshot)
+    except (errors.DeltaError, OSError) as e:
+        log.warning(
+            "Post-commit hook after version %d of %s failed (the commit stands): %s",
+            version,
+            txn.table_root,
+            e,
+        )
+
+
+def _checkpoint_due(snapshot: Snapshot, version: int) -> bool:
+    interval = snapshot.properties.checkpoint_interval
+    return version != 0 and version % interval == 0
+
+
+def checkpoint_and_clean(store: LogStore, snapshot: Snapshot) -> None:
+    """Checkpoint ``snapshot`` and then clean expired log files (the reference's
+    ``checkpoint`` + ``doLogCleanup``)."""
+    from deltalog.log.checkpoint_writer import write_checkpoint
+    from deltalog.log.cleanup import cleanup_expired_logs
+
+    write_checkpoint(store, snapshot)
+    if snapshot.metadata.configuration.get("delta.enableExpiredLogCleanup", "true") == "false":
+        return
+    cleanup_expired_logs(
+        store,
+        f"{snapshot.table_root}/_delta_log",
+        retention_ms=snapshot.properties.log_retention_duration_ms,
+        now_ms=int(time.time() * 1000),
+        table=snapshot.table_root,
+    )

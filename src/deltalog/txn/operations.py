@@ -1,0 +1,151 @@
+"""Operations: what a commit says it did (reference ``DeltaOperations``), and the ``commitInfo``
+built from it.
+
+An :class:`Operation` has the reference's name (``WRITE``, ``CREATE TABLE``...), its parameters
+as Python values and its metrics. :func:`encode_parameters` stores parameters the way the
+reference does: strings, numbers, booleans and nulls as JSON scalars, lists and maps as a string
+holding their JSON (``"partitionBy":"[\\"p\\"]"``); metrics become decimal strings.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from deltalog.actions import CommitInfo
+
+ENGINE_INFO = "deltalog/0.1.0"
+
+# Operations that commit through ``commit_if_needed``: with nothing to commit they write no
+# version (the reference's skipRecordingEmptyCommits); DDL and maintenance always commit.
+SKIP_EMPTY = frozenset({"WRITE", "DELETE", "UPDATE", "MERGE", "STREAMING UPDATE"})
+
+WRITE_MODES = {
+    "append": "Append",
+    "overwrite": "Overwrite",
+    "error": "ErrorIfExists",
+    "errorifexists": "ErrorIfExists",
+    "ignore": "Ignore",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One named operation with its parameters (Python values) and metrics (counts).
+
+    Attributes:
+        name: the reference's operation name, e.g. ``WRITE`` or ``CREATE OR REPLACE TABLE``.
+        parameters: operation parameters; encoded by :func:`encode_parameters`.
+        metrics: operation metrics (``numFiles``...), stored as decimal strings.
+        changes_data: whether the operation changes rows (OPTIMIZE does not).
+    """
+
+    name: str
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    metrics: Mapping[str, int] = field(default_factory=dict)
+    changes_data: bool = True
+
+    def with_metrics(self, metrics: Mapping[str, int]) -> Operation:
+        return Operation(self.name, self.parameters, dict(metrics), self.changes_data)
+
+    @property
+    def skips_empty_commit(self) -> bool:
+        return self.name in SKIP_EMPTY
+
+
+def write(
+    mode: str,
+    partition_by: Sequence[str] = (),
+    *,
+    predicate: str | None = None,
+    dynamic_partition_overwrite: bool = False,
+    can_overwrite_schema: bool = False,
+    can_merge_schema: bool = False,
+) -> Operation:
+    """``WRITE``: a batch write; optional parameters appear only when set, as in the reference."""
+    params: dict[str, Any] = {
+        "mode": WRITE_MODES.get(mode.lower(), mode),
+        "partitionBy": list(partition_by),
+    }
+    if predicate is not None:
+        params["predicate"] = [predicate]
+    if dynamic_partition_overwrite:
+        params["isDynamicPartitionOverwrite"] = True
+    if can_overwrite_schema:
+        params["canOverwriteSchema"] = True
+    if can_merge_schema:
+        params["canMergeSchema"] = True
+    return Operation("WRITE", params)
+
+
+def create_table(
+    kind: str,
+    *,
+    partition_by: Sequence[str] = (),
+    cluster_by: Sequence[str] = (),
+    description: str | None = None,
+    properties: Mapping[str, str] | None = None,
+    is_managed: bool = False,
+    as_select: bool = False,
+) -> Operation:
+    """``CREATE TABLE``, ``REPLACE TABLE`` or ``CREATE OR REPLACE TABLE`` (``kind``), with
+    `` AS SELECT`` when the command writes rows too."""
+    params: dict[str, Any] = {
+        "isManaged": "true" if is_managed else "false",
+        "description": description,
+        "partitionBy": list(partition_by),
+        "properties": dict(properties or {}),
+    }
+    if cluster_by:
+        params["clusterBy"] = list(cluster_by)
+    return Operation(kind + (" AS SELECT" if as_select else ""), params)
+
+
+def encode_parameters(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters as the reference stores them (lists and maps as JSON text)."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if isinstance(value, list | tuple | dict):
+            out[key] = json.dumps(value, separators=(",", ":"))
+        else:
+            out[key] = value
+    return out
+
+
+def build_commit_info(
+    operation: Operation,
+    *,
+    timestamp: int,
+    read_version: int,
+    isolation_level: str | None,
+    is_blind_append: bool,
+    txn_id: str,
+    in_commit_timestamp: int | None = None,
+    user_metadata: str | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> CommitInfo:
+    """The ``commitInfo`` of one commit attempt (fields in the reference's order)."""
+    extra: dict[str, Any] = {}
+    if tags:
+        extra["tags"] = dict(tags)
+    return CommitInfo(
+        timestamp=timestamp,
+        in_commit_timestamp=in_commit_timestamp,
+        operation=operation.name,
+        operation_parameters=encode_parameters(operation.parameters),
+        read_version=read_version if read_version >= 0 else None,
+        isolation_level=isolation_level,
+        is_blind_append=is_blind_append,
+        operation_metrics={k: str(int(v)) for k, v in operation.metrics.items()} or None,
+        user_metadata=user_metadata,
+        engine_info=ENGINE_INFO,
+        txn_id=txn_id,
+        extra=extra,
+    )
+
+
+def new_txn_id() -> str:
+    return str(uuid.uuid4())

@@ -1,0 +1,110 @@
+"""What a transaction read, and what it is about to commit: the conflict checker's inputs
+(reference ``CurrentTransactionInfo``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from deltalog.actions import (
+    Action,
+    AddCDCFile,
+    AddFile,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    SetTransaction,
+)
+
+if TYPE_CHECKING:
+    from deltalog.predicate import Predicate
+    from deltalog.snapshot import Snapshot
+
+SERIALIZABLE = "Serializable"
+WRITE_SERIALIZABLE = "WriteSerializable"
+SNAPSHOT_ISOLATION = "SnapshotIsolation"
+ISOLATION_LEVELS = (SERIALIZABLE, WRITE_SERIALIZABLE, SNAPSHOT_ISOLATION)
+
+
+@dataclass(slots=True)
+class ReadSet:
+    """What a transaction read from its snapshot.
+
+    Attributes:
+        predicates: the filters passed to ``filter_files`` (a parsed predicate; ``None`` stands
+            for TRUE, i.e. every file).
+        files: the log paths of the files those reads returned.
+        whole_table: ``read_whole_table()`` was called (any concurrent add or remove conflicts).
+        app_ids: application ids whose ``txn`` version was read (idempotent writes, streaming).
+    """
+
+    predicates: list[Predicate | None] = field(default_factory=list)
+    files: set[str] = field(default_factory=set)
+    whole_table: bool = False
+    app_ids: set[str] = field(default_factory=set)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.predicates or self.files or self.whole_table)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCommit:
+    """A transaction as the conflict checker sees it: where it started, what it read, what it
+    will write.
+
+    Attributes:
+        snapshot: the snapshot the transaction read (its schema and partition columns are the
+            ones read predicates are evaluated against).
+        read_set: what it read.
+        isolation_level: one of :data:`ISOLATION_LEVELS`.
+        actions: the actions it commits (no ``commitInfo``).
+    """
+
+    snapshot: Snapshot | None
+    read_set: ReadSet
+    isolation_level: str
+    actions: tuple[Action, ...]
+
+    @property
+    def table_root(self) -> str:
+        return self.snapshot.table_root if self.snapshot is not None else ""
+
+    @property
+    def read_version(self) -> int:
+        return self.snapshot.version if self.snapshot is not None else -1
+
+    @property
+    def metadata(self) -> Metadata | None:
+        return next((a for a in self.actions if isinstance(a, Metadata)), None)
+
+    @property
+    def protocol(self) -> Protocol | None:
+        return next((a for a in self.actions if isinstance(a, Protocol)), None)
+
+    @property
+    def adds(self) -> list[AddFile]:
+        return [a for a in self.actions if isinstance(a, AddFile)]
+
+    @property
+    def removes(self) -> list[RemoveFile]:
+        return [a for a in self.actions if isinstance(a, RemoveFile)]
+
+    @property
+    def cdc_files(self) -> list[AddCDCFile]:
+        return [a for a in self.actions if isinstance(a, AddCDCFile)]
+
+    @property
+    def set_transactions(self) -> list[SetTransaction]:
+        return [a for a in self.actions if isinstance(a, SetTransaction)]
+
+    @property
+    def domain_metadata(self) -> list[DomainMetadata]:
+        return [a for a in self.actions if isinstance(a, DomainMetadata)]
+
+    @property
+    def is_blind_append(self) -> bool:
+        """Only ``add`` file actions (no removes) and nothing read."""
+        files = [a for a in self.actions if isinstance(a, AddFile | RemoveFile | AddCDCFile)]
+        return self.read_set.is_empty and all(isinstance(a, AddFile) for a in files)
