@@ -34,8 +34,8 @@ from deltalog.log.replay import InMemoryLogReplay
 from deltalog.log.segment import LogSegment, build_log_segment
 from deltalog.paths import normalize_table_root
 from deltalog.snapshot import Snapshot
-from deltalog.storage.base import FileInfo, LogStore
 from deltalog.storage import store_for
+from deltalog.storage.base import FileInfo, LogStore
 
 if TYPE_CHECKING:
     from deltalog.txn.transaction import Transaction

@@ -38,7 +38,11 @@ def parse_partition_value(raw: str | None, data_type: DataType) -> Any:
     if raw is None or raw == "":
         return None
     if isinstance(data_type, DecimalType):
-        return decimal.Decimal(raw).quantize(decimal.Decimal(1).scaleb(-data_type.scale))
+        # Decimals reach 38 digits; the default context (28) would round or refuse them.
+        context = decimal.Context(prec=max(data_type.precision, len(raw)) + 2)
+        return decimal.Decimal(raw).quantize(
+            decimal.Decimal(1).scaleb(-data_type.scale), context=context
+        )
     if not isinstance(data_type, PrimitiveType):
         raise ValueError(f"partition columns must be primitive, not {data_type}")
     name = data_type.name

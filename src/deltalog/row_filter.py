@@ -67,7 +67,10 @@ def _eval(p: Predicate, rows: pa.Table, table: str) -> Any:
         column = _column(rows, p.column, table)
         values = [v for v in p.values if v.kind != "null"]
         has_null = len(values) != len(p.values)
-        found = pc.is_in(column, value_set=pa.array([_scalar(v, column.type).as_py() for v in values], column.type))
+        found = pc.is_in(
+            column,
+            value_set=pa.array([_scalar(v, column.type).as_py() for v in values], column.type),
+        )
         # SQL: x IN (..., NULL) is true when found, else unknown; a null x is unknown.
         found = pc.if_else(pc.is_null(column), pa.scalar(None, pa.bool_()), found)
         if has_null:
@@ -100,9 +103,9 @@ def _column(rows: pa.Table, name: str, table: str) -> pa.ChunkedArray:
 
 def _scalar(lit: Literal, target: pa.DataType) -> pa.Scalar:
     value = lit.value
-    if pa.types.is_timestamp(target) and isinstance(value, dt.datetime):
-        if target.tz is not None and value.tzinfo is None:
-            value = value.replace(tzinfo=dt.UTC)
+    naive = isinstance(value, dt.datetime) and value.tzinfo is None
+    if pa.types.is_timestamp(target) and target.tz is not None and naive:
+        value = value.replace(tzinfo=dt.UTC)  # the Python writer reads zone-less text as UTC
     if pa.types.is_date(target) and isinstance(value, str):
         value = dt.date.fromisoformat(value)
     try:

@@ -224,3 +224,134 @@ def to_arrow(t: DataType) -> pa.DataType:
             to_arrow(t.key_type), pa.field("value", to_arrow(t.value_type), t.value_contains_null)
         )
     return pa.struct([pa.field(f.name, to_arrow(f.type), f.nullable) for f in t.fields])
+
+
+# -- Arrow -> Delta (the write side) -------------------------------------------------------------
+
+COLUMN_MAPPING_METADATA_KEYS = frozenset(
+    {
+        "delta.columnMapping.id",
+        "delta.columnMapping.physicalName",
+        "delta.columnMapping.nested.ids",
+        "parquet.field.id",
+        "parquet.field.nested.ids",
+    }
+)
+
+_FROM_ARROW_INTEGERS = {8: "byte", 16: "short", 32: "integer", 64: "long"}
+
+
+def schema_from_arrow(schema: pa.Schema, table: str | None = None) -> StructType:
+    """The Delta schema of Arrow data: the inverse of :meth:`StructType.to_arrow`.
+
+    Signed integers, float32/64, (large) strings and binaries, booleans, date32, timestamps
+    (with a zone -> ``timestamp``, without -> ``timestamp_ntz``, any unit), decimal128, (large)
+    lists, structs, maps and null (``void``) are accepted; dictionary-encoded columns and the
+    string/binary *view* layouts map to their value type. Arrow field metadata is not carried
+    over (Spark's Arrow conversion drops it too).
+
+    Raises:
+        DeltaWriteError: ``DELTA_UNSUPPORTED_DATA_TYPE`` naming the column path and the Arrow
+            type (unsigned integers, float16, date64, decimal256, time, duration, ...).
+    """
+    return StructType(
+        tuple(StructField(f.name, _from_arrow(f.type, f.name, table), f.nullable) for f in schema)
+    )
+
+
+def _from_arrow(t: pa.DataType, path: str, table: str | None) -> DataType:
+    types = pa.types
+    if types.is_dictionary(t):
+        return _from_arrow(t.value_type, path, table)
+    if types.is_signed_integer(t):
+        return PrimitiveType(_FROM_ARROW_INTEGERS[t.bit_width])
+    if types.is_float32(t):
+        return PrimitiveType("float")
+    if types.is_float64(t):
+        return PrimitiveType("double")
+    if types.is_boolean(t):
+        return PrimitiveType("boolean")
+    if types.is_string(t) or types.is_large_string(t) or types.is_string_view(t):
+        return PrimitiveType("string")
+    if types.is_binary(t) or types.is_large_binary(t) or types.is_binary_view(t):
+        return PrimitiveType("binary")
+    if types.is_date32(t):
+        return PrimitiveType("date")
+    if types.is_timestamp(t):
+        return PrimitiveType("timestamp" if t.tz is not None else "timestamp_ntz")
+    if types.is_decimal128(t) and 0 <= t.scale <= t.precision:
+        return DecimalType(t.precision, t.scale)
+    if types.is_null(t):
+        return PrimitiveType("void")
+    if types.is_list(t) or types.is_large_list(t):
+        element = t.value_field
+        return ArrayType(_from_arrow(element.type, f"{path}.element", table), element.nullable)
+    if types.is_map(t):
+        key, item = t.key_field, t.item_field
+        return MapType(
+            _from_arrow(key.type, f"{path}.key", table),
+            _from_arrow(item.type, f"{path}.value", table),
+            item.nullable,
+        )
+    if types.is_struct(t):
+        return StructType(
+            tuple(
+                StructField(
+                    child.name,
+                    _from_arrow(child.type, f"{path}.{child.name}", table),
+                    child.nullable,
+                )
+                for child in (t.field(i) for i in range(t.num_fields))
+            )
+        )
+    from deltalog import errors
+
+    raise errors.unsupported_data_type(path, str(t), table)
+
+
+def as_nullable(schema: StructType) -> StructType:
+    """``schema`` with every field, array element and map value nullable, recursively (what a
+    DataFrame write stores, as Spark's ``asNullable``); field metadata such as comments is kept."""
+    result = _as_nullable(schema)
+    assert isinstance(result, StructType)
+    return result
+
+
+def _as_nullable(t: DataType) -> DataType:
+    if isinstance(t, StructType):
+        return StructType(
+            tuple(StructField(f.name, _as_nullable(f.type), True, f.metadata) for f in t.fields)
+        )
+    if isinstance(t, ArrayType):
+        return ArrayType(_as_nullable(t.element_type), True)
+    if isinstance(t, MapType):
+        return MapType(_as_nullable(t.key_type), _as_nullable(t.value_type), True)
+    return t
+
+
+def drop_column_mapping_metadata(schema: StructType) -> StructType:
+    """``schema`` without column-mapping field metadata (ids, physical names, nested ids and the
+    parquet field-id keys), at every nesting level: a DataFrame's schema must not bring its own."""
+    result = _drop_cm(schema)
+    assert isinstance(result, StructType)
+    return result
+
+
+def _drop_cm(t: DataType) -> DataType:
+    if isinstance(t, StructType):
+        return StructType(
+            tuple(
+                StructField(
+                    f.name,
+                    _drop_cm(f.type),
+                    f.nullable,
+                    {k: v for k, v in f.metadata.items() if k not in COLUMN_MAPPING_METADATA_KEYS},
+                )
+                for f in t.fields
+            )
+        )
+    if isinstance(t, ArrayType):
+        return ArrayType(_drop_cm(t.element_type), t.contains_null)
+    if isinstance(t, MapType):
+        return MapType(_drop_cm(t.key_type), _drop_cm(t.value_type), t.value_contains_null)
+    return t

@@ -1,4 +1,5 @@
-"""The read entry points over Spark Connect and on local-cluster (separate executor JVMs).
+"""The read and write entry points over Spark Connect and on local-cluster (separate executor
+JVMs: files are written by executors, committed by the driver).
 
 Each tier runs in a subprocess with its own session, so it never shares a JVM with the suite's
 classic session. Rows are compared with the classic toDF() read of the same tables.
@@ -7,6 +8,7 @@ classic session. Rows are compared with the classic toDF() read of the same tabl
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +16,7 @@ import pytest
 from deltalog.spark.session import to_arrow
 from deltalog.tables import read_changes, read_table
 from tests.conformance.oracle import TABLES
-from tests.conformance.rows import canonical
+from tests.conformance.rows import canonical, oracle_rows
 from tests.spark.scripts import run_script
 from tests.spark.test_scan import HAS_DATA_SOURCES, ours
 
@@ -39,8 +41,8 @@ from pyspark.sql import SparkSession
 import deltalog
 from deltalog.tables import DeltaTable, read_changes, read_table
 from deltalog.spark.session import to_arrow
-from tests.conformance.rows import canonical
-mode, WHERE, CDF_TABLE = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+from tests.conformance.rows import canonical, oracle_rows
+mode, WHERE, CDF_TABLE, OUT = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
 if mode == "connect":
     spark = SparkSession.builder.remote("local[2]").getOrCreate()
 else:
@@ -62,20 +64,32 @@ out["changes"] = {
     "jvm": canonical(to_arrow(read_changes(spark, CDF_TABLE, starting_version=0))),
     "format": canonical(to_arrow(spark.read.format(name).options(**cdf).load(CDF_TABLE))),
 }
+# delta-spark's write idioms: default mode creates, partitionBy, append, replaceWhere.
+df = spark.createDataFrame([(1, "x"), (2, "y")], "id long, p string")
+df.write.format(name).partitionBy("p").save(OUT)
+spark.createDataFrame([(3, "x")], "id long, p string").write.format(name).mode("append").save(OUT)
+(spark.createDataFrame([(9, "y")], "id long, p string").write.format(name).mode("overwrite")
+    .option("replaceWhere", "p = 'y'").save(OUT))
+try:
+    df.write.format(name).save(OUT)
+    out["exists_error"] = None
+except Exception as e:
+    out["exists_error"] = getattr(e, "error_class", repr(e))
 print("RESULT" + json.dumps(out))
 spark.stop()
 """
 
 
-def run_tier(mode: str) -> dict[str, Any]:
-    result: dict[str, Any] = run_script(SCRIPT, mode, json.dumps(WHERE), CDF_TABLE)
+def run_tier(mode: str, out: str) -> dict[str, Any]:
+    result: dict[str, Any] = run_script(SCRIPT, mode, json.dumps(WHERE), CDF_TABLE, out)
     return result
 
 
 @pytest.mark.connect
 @pytest.mark.parametrize("mode", ["connect", "local-cluster"])
-def test_reads_match_classic(spark: Any, mode: str) -> None:
-    result = run_tier(mode)
+def test_reads_and_writes_match_classic(spark: Any, mode: str, tmp_path: Path) -> None:
+    written = str(tmp_path / "written")
+    result = run_tier(mode, written)
     for root in TABLES_TO_READ:
         expected = canonical(to_arrow(ours(spark, root)))
         assert expected, root
@@ -88,3 +102,9 @@ def test_reads_match_classic(spark: Any, mode: str) -> None:
     changes = canonical(to_arrow(read_changes(spark, CDF_TABLE, starting_version=0)))
     assert changes
     assert result["changes"] == {"jvm": changes, "format": changes}
+    assert result["exists_error"] == "DELTA_PATH_EXISTS"
+    assert sorted(oracle_rows(written).to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "p": "x"},
+        {"id": 3, "p": "x"},
+        {"id": 9, "p": "y"},
+    ]

@@ -5,13 +5,14 @@ SQL, as in the reference. Spark writers check the same rules with Spark expressi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
-from deltalog.predicate import Opaque, PredicateSyntaxError, parse_predicate
+from deltalog.predicate import Opaque, Predicate, PredicateSyntaxError, parse_predicate
 from deltalog.row_filter import evaluate, is_true
 from deltalog.schema import StructType
 
@@ -38,27 +39,35 @@ def check_batch(plan: WritePlan, batch: pa.RecordBatch) -> None:
     _check_not_null(schema, rows, table)
     for name, expr in constraints(plan.layout.configuration).items():
         mask = evaluate(_parse(expr), rows, table=table)
-        _fail_on_false(mask, rows, table, "DELTA_VIOLATE_CONSTRAINT_WITH_VALUES",
-                       f"CHECK constraint {name} {expr} violated by row with values:")
+        _fail_on_false(
+            mask,
+            rows,
+            table,
+            "DELTA_VIOLATE_CONSTRAINT_WITH_VALUES",
+            f"CHECK constraint {name} {expr} violated by row with values:",
+        )
     if plan.replace_predicate is not None and plan.options.replace_where is not None:
         predicate = plan.replace_predicate
         if isinstance(predicate, Opaque):
             predicate = _parse(plan.options.replace_where)
         mask = evaluate(predicate, rows, table=table)
         _fail_on_false(
-            mask, rows, table, "DELTA_REPLACE_WHERE_MISMATCH",
+            mask,
+            rows,
+            table,
+            "DELTA_REPLACE_WHERE_MISMATCH",
             "Written data does not conform to partial table overwrite condition or constraint "
             f"'{plan.options.replace_where}'. Row:",
         )
 
 
-def constraints(configuration: dict[str, str]) -> dict[str, str]:
+def constraints(configuration: Mapping[str, str]) -> dict[str, str]:
     """The table's CHECK constraints: name -> SQL condition."""
     prefix = "delta.constraints."
-    return {k[len(prefix):]: v for k, v in configuration.items() if k.lower().startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in configuration.items() if k.lower().startswith(prefix)}
 
 
-def _parse(expr: str) -> object:
+def _parse(expr: str) -> Predicate:
     try:
         return parse_predicate(expr)
     except PredicateSyntaxError:

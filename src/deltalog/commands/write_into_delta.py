@@ -28,7 +28,7 @@ from deltalog import errors
 from deltalog.actions import Action, AddFile, Metadata, RemoveFile, SetTransaction
 from deltalog.features import check_write_supported
 from deltalog.predicate import Predicate, PredicateSyntaxError, columns, parse_predicate
-from deltalog.schema import StructType, as_nullable, parse_schema
+from deltalog.schema import StructType, as_nullable, drop_column_mapping_metadata, parse_schema
 from deltalog.table_properties import TableProperties, validate_new_properties
 from deltalog.txn import operations
 from deltalog.write.file_writer import WriteLayout
@@ -142,10 +142,14 @@ def prepare_write(log: DeltaLog, data_schema: StructType, options: WriteOptions)
     assert final is not None or skip
     if mode == "overwrite" and snapshot is not None and not skip:
         _check_overwrite_allowed(txn)
-    replace_predicate = _parse_replace_where(log.table_root, options) if mode == "overwrite" else None
+    replace_predicate = (
+        _parse_replace_where(log.table_root, options) if mode == "overwrite" else None
+    )
     layout = _layout(txn, options) if final is not None else _empty_layout(log.table_root)
     operation = operations.write(
-        "overwrite" if mode == "overwrite" else ("append" if snapshot is not None or mode == "append" else mode),
+        "overwrite"
+        if mode == "overwrite"
+        else ("append" if snapshot is not None or mode == "append" else mode),
         final.partition_columns if final is not None else (),
         predicate=options.replace_where if replace_predicate is not None else None,
         dynamic_partition_overwrite=_is_dynamic(txn, options),
@@ -321,7 +325,9 @@ def _new_metadata(
     snapshot = txn.snapshot
     if snapshot is not None and not options.data_change:
         raise _data_change_false(table)
-    schema = as_nullable(data_schema)
+    # A DataFrame write stores every column nullable and never copies another table's column
+    # mapping ids or physical names (a DataFrame read from a mapped table carries them).
+    schema = drop_column_mapping_metadata(as_nullable(data_schema))
     partition_by = tuple(schema.field(c).name for c in partition_by) if partition_by else ()
     check_partition_columns(schema, partition_by, table)
     if snapshot is None:
@@ -337,9 +343,7 @@ def _new_metadata(
         schema_string=schema.to_json(),
         partition_columns=partition_by,
         configuration=configuration,
-        description=options.description
-        if snapshot is None
-        else snapshot.metadata.description,
+        description=options.description if snapshot is None else snapshot.metadata.description,
         name=snapshot.metadata.name if snapshot is not None else None,
         created_time=int(time.time() * 1000)
         if snapshot is None
@@ -433,7 +437,9 @@ def _replaced_files(plan: WritePlan, adds: Sequence[AddFile]) -> list[RemoveFile
     if _is_dynamic(txn, options):
         written = {_partition_key(a.partition_values) for a in adds}
         files = txn.filter_files(None) if written else _no_files(txn)
-        keys = [_partition_key(dict(pv or [])) for pv in files.column("partitionValues").to_pylist()]
+        keys = [
+            _partition_key(dict(pv or [])) for pv in files.column("partitionValues").to_pylist()
+        ]
         rows = files.to_pylist()
         return [remove_action(r, now) for r, k in zip(rows, keys, strict=True) if k in written]
     if plan.replace_predicate is not None:
@@ -456,8 +462,10 @@ def _partition_only(plan: WritePlan) -> bool:
     if predicate is None or isinstance(predicate, Opaque):
         return False
     parts = {c.lower() for c in plan.layout.partition_columns}
-    return bool(parts) and all(c.lower() in parts for c in columns(predicate)) and _no_opaque(
-        predicate
+    return (
+        bool(parts)
+        and all(c.lower() in parts for c in columns(predicate))
+        and _no_opaque(predicate)
     )
 
 

@@ -74,8 +74,9 @@ def write_table(
     dynamic = _partition_overwrite_mode(partition_overwrite_mode, path) == "dynamic"
     options = WriteOptions(
         mode=mode,
-        partition_by=(partition_by,) if isinstance(partition_by, str) else
-        (tuple(partition_by) if partition_by is not None else None),
+        partition_by=(partition_by,)
+        if isinstance(partition_by, str)
+        else (tuple(partition_by) if partition_by is not None else None),
         replace_where=predicate,
         dynamic_partition_overwrite=dynamic,
         merge_schema=schema_mode == "merge",

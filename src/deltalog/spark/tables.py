@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -11,6 +12,7 @@ from pyspark.sql import types as T
 from deltalog import errors
 from deltalog.delta_log import DeltaLog
 from deltalog.log.history import parse_timestamp
+from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
 from deltalog.spark.scan import read_snapshot
 from deltalog.spark.session import session_time_zone
@@ -96,6 +98,26 @@ class DeltaTable:
         except errors.TableNotFoundError:
             return False
         return True
+
+    @classmethod
+    def create(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        """A builder for a new table (fails if one exists)."""
+        return _builder(sparkSession, "create")
+
+    @classmethod
+    def createIfNotExists(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        """A builder that creates the table unless one exists."""
+        return _builder(sparkSession, "create_if_not_exists")
+
+    @classmethod
+    def replace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        """A builder that replaces an existing table (fails if none)."""
+        return _builder(sparkSession, "replace")
+
+    @classmethod
+    def createOrReplace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        """A builder that creates or replaces the table."""
+        return _builder(sparkSession, "create_or_replace")
 
     def toDF(self) -> DataFrame:
         """The current snapshot's rows."""
@@ -236,3 +258,173 @@ def read_changes(
     }
     given = {k: str(v) for k, v in options.items() if v is not None}
     return read(spark, DeltaLog.for_table(path), given)
+
+
+class IdentityGenerator:
+    """An identity column's start and step (delta-spark's ``IdentityGenerator``)."""
+
+    def __init__(self, start: int = 1, step: int = 1) -> None:
+        if step == 0:
+            raise errors.invalid_argument("an identity column's step cannot be 0")
+        self.start = start
+        self.step = step
+
+
+_SQL_TYPES = {
+    "int": "integer",
+    "integer": "integer",
+    "bigint": "long",
+    "long": "long",
+    "smallint": "short",
+    "short": "short",
+    "tinyint": "byte",
+    "byte": "byte",
+    "string": "string",
+    "boolean": "boolean",
+    "bool": "boolean",
+    "double": "double",
+    "float": "float",
+    "real": "float",
+    "date": "date",
+    "timestamp": "timestamp",
+    "timestamp_ltz": "timestamp",
+    "timestamp_ntz": "timestamp_ntz",
+    "binary": "binary",
+}
+
+
+class DeltaTableBuilder:
+    """delta-spark's ``DeltaTableBuilder``: columns, partitioning or clustering, properties,
+    a comment and a location, then :meth:`execute`. Get one from ``DeltaTable.create(spark)``
+    and its siblings."""
+
+    def __init__(self, spark: SparkSession, kind: str) -> None:
+        self._spark = spark
+        self._kind = kind
+        self._name: str | None = None
+        self._location: str | None = None
+        self._fields: list[dict[str, Any]] = []
+        self._partitioned_by: list[str] = []
+        self._cluster_by: list[str] = []
+        self._properties: dict[str, str] = {}
+        self._comment: str | None = None
+
+    def tableName(self, identifier: str) -> DeltaTableBuilder:
+        """The table's name (kept as ``metaData.name``; a location is still required until
+        deltalog has catalog support)."""
+        self._name = identifier
+        return self
+
+    def location(self, location: str) -> DeltaTableBuilder:
+        self._location = location
+        return self
+
+    def comment(self, comment: str) -> DeltaTableBuilder:
+        self._comment = comment
+        return self
+
+    def property(self, key: str, value: str) -> DeltaTableBuilder:
+        self._properties[key] = str(value)
+        return self
+
+    def partitionedBy(self, *cols: str | list[str]) -> DeltaTableBuilder:
+        self._partitioned_by = _flatten(cols)
+        return self
+
+    def clusterBy(self, *cols: str | list[str]) -> DeltaTableBuilder:
+        self._cluster_by = _flatten(cols)
+        return self
+
+    def addColumn(
+        self,
+        colName: str,
+        dataType: str | T.DataType,
+        nullable: bool = True,
+        generatedAlwaysAs: str | IdentityGenerator | None = None,
+        generatedByDefaultAs: IdentityGenerator | None = None,
+        comment: str | None = None,
+    ) -> DeltaTableBuilder:
+        """Add a column; ``generatedAlwaysAs`` is a SQL expression (a generated column) or an
+        :class:`IdentityGenerator`; ``generatedByDefaultAs`` an identity that accepts values."""
+        metadata: dict[str, Any] = {}
+        if comment is not None:
+            metadata["comment"] = comment
+        if isinstance(generatedAlwaysAs, str):
+            metadata["delta.generationExpression"] = generatedAlwaysAs
+        identity = generatedAlwaysAs if isinstance(generatedAlwaysAs, IdentityGenerator) else None
+        if identity is not None and generatedByDefaultAs is not None:
+            raise errors.invalid_argument(
+                f"column {colName}: generatedAlwaysAs and generatedByDefaultAs exclude each other"
+            )
+        identity = identity or generatedByDefaultAs
+        if identity is not None:
+            metadata["delta.identity.start"] = identity.start
+            metadata["delta.identity.step"] = identity.step
+            metadata["delta.identity.allowExplicitInsert"] = generatedByDefaultAs is not None
+        self._fields.append(
+            {
+                "name": colName,
+                "type": self._type_json(dataType),
+                "nullable": bool(nullable),
+                "metadata": metadata,
+            }
+        )
+        return self
+
+    def addColumns(self, cols: T.StructType | list[T.StructField]) -> DeltaTableBuilder:
+        fields = cols.fields if isinstance(cols, T.StructType) else list(cols)
+        for f in fields:
+            self._fields.append(json.loads(f.json()))
+        return self
+
+    def execute(self) -> DeltaTable:
+        """Commit the table.
+
+        Raises:
+            InvalidArgumentError: no location, or no columns for a new table.
+            DeltaWriteError: see :func:`deltalog.commands.create_table.create_table`.
+        """
+        from deltalog.commands.create_table import TableSpec, create_table
+
+        if self._location is None:
+            raise errors.invalid_argument(
+                "a location is required: deltalog creates path-based tables "
+                "(.location('/path/to/table'))"
+            )
+        if not self._fields and self._kind != "create_if_not_exists":
+            raise errors.invalid_argument("a table needs at least one column (addColumn)")
+        schema = parse_schema(json.dumps({"type": "struct", "fields": self._fields}))
+        spec = TableSpec(
+            schema=schema,
+            partition_columns=tuple(self._partitioned_by),
+            cluster_by=tuple(self._cluster_by),
+            configuration=self._properties,
+            description=self._comment,
+            name=self._name,
+        )
+        if self._fields or self._kind != "create_if_not_exists":
+            create_table(self._location, self._kind, spec)
+        return DeltaTable.forPath(self._spark, self._location)
+
+    def _type_json(self, data_type: str | T.DataType) -> Any:
+        if isinstance(data_type, T.DataType):
+            return json.loads(data_type.json())
+        simple = _SQL_TYPES.get(data_type.strip().lower())
+        if simple is not None:
+            return simple
+        parsed = self._spark.sql(f"SELECT CAST(NULL AS {data_type}) AS c").schema[0].dataType
+        return json.loads(parsed.json())
+
+
+def _flatten(cols: tuple[str | list[str], ...]) -> list[str]:
+    out: list[str] = []
+    for c in cols:
+        out.extend([c] if isinstance(c, str) else list(c))
+    return out
+
+
+def _builder(spark: SparkSession | None, kind: str) -> DeltaTableBuilder:
+    session = spark or SparkSession.getActiveSession()
+    if session is None:
+        raise errors.invalid_argument("no active SparkSession: pass one")
+    return DeltaTableBuilder(session, kind)

@@ -14,7 +14,6 @@ PySpark 3.5 and 4.x.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -39,7 +38,6 @@ from deltalog.write.file_writer import DataFileWriter, WriteLayout
 _ADD_COLUMN = "add"
 _CHECK_MARKER = "[deltalog:"
 _TRUE = {"true": True, "false": False}
-_PASSED_THROUGH = {"path", "compression", "optimizewrite", "parquet.writer.version"}
 
 
 def parse_writer_options(
@@ -135,11 +133,13 @@ class WriteTask:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from deltalog.storage import store_for
 
-        writer = DataFileWriter(store_for(self.layout.table_root), self.layout, task_id=_task_id())
-        for batch in batches:
-            if batch.num_rows:
-                writer.add(_drop_checks(batch))
-        lines = [a.to_json() for a in writer.finish()]
+        store = store_for(self.layout.table_root)
+        # A failed task deletes the files it wrote (the commit never names them).
+        with DataFileWriter(store, self.layout, task_id=_task_id()) as writer:
+            for batch in batches:
+                if batch.num_rows:
+                    writer.add(_drop_checks(batch))
+            lines = [a.to_json() for a in writer.finish()]
         yield pa.RecordBatch.from_arrays([pa.array(lines, pa.string())], [_ADD_COLUMN])
 
 
@@ -186,25 +186,33 @@ def _with_rules(df: Any, plan: WritePlan) -> Any:
     checks = []
     for f in schema.fields:
         if not f.nullable:
-            msg = f"{_CHECK_MARKER}DELTA_NOT_NULL_CONSTRAINT_VIOLATED] NOT NULL constraint " \
+            msg = (
+                f"{_CHECK_MARKER}DELTA_NOT_NULL_CONSTRAINT_VIOLATED] NOT NULL constraint "
                 f"violated for column: {f.name}."
+            )
             column = F.col(f"`{f.name}`") if f.name.lower() in present else F.lit(None)
             checks.append(F.when(column.isNull(), F.raise_error(F.lit(msg))))
         if GENERATION_KEY in f.metadata and f.name.lower() in present:
             expr = str(f.metadata[GENERATION_KEY])
-            msg = f"{_CHECK_MARKER}DELTA_GENERATED_COLUMNS_VALUE_MISMATCH] CHECK constraint " \
+            msg = (
+                f"{_CHECK_MARKER}DELTA_GENERATED_COLUMNS_VALUE_MISMATCH] CHECK constraint "
                 f"Generated Column ({f.name} <=> {expr}) violated by row with values: "
+            )
             ok = F.col(f"`{f.name}`").eqNullSafe(F.expr(expr))
             checks.append(F.when(~ok, F.raise_error(F.concat(F.lit(msg), _row_text(df)))))
     for name, expr in constraints(plan.layout.configuration).items():
-        msg = f"{_CHECK_MARKER}DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] CHECK constraint {name} " \
+        msg = (
+            f"{_CHECK_MARKER}DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] CHECK constraint {name} "
             f"{expr} violated by row with values: "
+        )
         ok = F.coalesce(F.expr(expr), F.lit(False))
         checks.append(F.when(~ok, F.raise_error(F.concat(F.lit(msg), _row_text(df)))))
     if plan.options.replace_where is not None and plan.replace_predicate is not None:
         expr = plan.options.replace_where
-        msg = f"{_CHECK_MARKER}DELTA_REPLACE_WHERE_MISMATCH] Written data does not conform to " \
+        msg = (
+            f"{_CHECK_MARKER}DELTA_REPLACE_WHERE_MISMATCH] Written data does not conform to "
             f"partial table overwrite condition or constraint '{expr}'. Row: "
+        )
         ok = F.coalesce(F.expr(expr), F.lit(False))
         checks.append(F.when(~ok, F.raise_error(F.concat(F.lit(msg), _row_text(df)))))
     if checks:
@@ -217,8 +225,10 @@ def _row_text(df: Any) -> Any:
 
     parts = []
     for i, name in enumerate(df.columns):
-        parts += [F.lit(("" if i == 0 else ", ") + f"{name} = "),
-                  F.coalesce(F.col(f"`{name}`").cast("string"), F.lit("null"))]
+        parts += [
+            F.lit(("" if i == 0 else ", ") + f"{name} = "),
+            F.coalesce(F.col(f"`{name}`").cast("string"), F.lit("null")),
+        ]
     return F.concat(*parts) if parts else F.lit("")
 
 
@@ -271,7 +281,3 @@ def _illegal(name: str, value: str, why: str, table: str) -> errors.InvalidArgum
 
 def _none_if_empty(value: str) -> str | None:
     return value or None
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value)

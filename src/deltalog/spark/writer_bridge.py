@@ -32,9 +32,9 @@ def install(format_name: str) -> None:
         if getattr(cls, "_deltalog_bridged", False):
             continue
         _wrap_builder(cls)
-        cls.save = _bridged_save(cls.save)
-        cls.saveAsTable = _bridged_save_as_table(cls.saveAsTable)
-        cls._deltalog_bridged = True
+        setattr(cls, "save", _bridged_save(getattr(cls, "save")))  # noqa: B009, B010
+        setattr(cls, "saveAsTable", _bridged_save_as_table(getattr(cls, "saveAsTable")))  # noqa: B009, B010
+        setattr(cls, "_deltalog_bridged", True)  # noqa: B010
 
 
 def _writer_classes() -> list[type]:
@@ -72,8 +72,12 @@ def _wrap_builder(cls: type) -> None:
     record("format", lambda s, a, k: s.__setitem__("format", a[0] if a else k.get("source")))
     record("mode", lambda s, a, k: s.__setitem__("mode", a[0] if a else k.get("saveMode")))
     record("partitionBy", lambda s, a, k: s.__setitem__("partition_by", _columns(a)))
-    record("option", lambda s, a, k: s["options"].__setitem__(
-        a[0] if a else k["key"], a[1] if len(a) > 1 else k.get("value")))
+    record(
+        "option",
+        lambda s, a, k: s["options"].__setitem__(
+            a[0] if a else k["key"], a[1] if len(a) > 1 else k.get("value")
+        ),
+    )
     record("options", lambda s, a, k: s["options"].update(k))
 
 
@@ -124,7 +128,9 @@ def _bridged_save(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _bridged_save_as_table(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
-    def save_as_table(self: Any, name: str, format: str | None = None, *args: Any, **kw: Any) -> None:
+    def save_as_table(
+        self: Any, name: str, format: str | None = None, *args: Any, **kw: Any
+    ) -> None:
         if not _is_delta(_state(self), format):
             return original(self, name, format, *args, **kw)
         raise errors.UnsupportedFeatureError(

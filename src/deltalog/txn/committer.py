@@ -36,7 +36,7 @@ from deltalog.actions import (
     SetTransaction,
 )
 from deltalog.features import check_write_supported, protocol_for_table
-from deltalog.log.filenames import commit_name, parse_log_file, version_prefix, LogFileKind
+from deltalog.log.filenames import LogFileKind, commit_name, parse_log_file, version_prefix
 from deltalog.schema import parse_schema
 from deltalog.table_properties import TableProperties
 from deltalog.txn.conflicts import WinningCommit, check_conflicts, in_commit_timestamp_after
@@ -124,6 +124,8 @@ def prepare(txn: Transaction, actions: list[Action]) -> PendingCommit:
     table = txn.table_root
     metadata = _single(txn, actions, Metadata, txn.new_metadata)
     protocol = _single(txn, actions, Protocol, txn.new_protocol)
+    assert metadata is None or isinstance(metadata, Metadata)
+    assert protocol is None or isinstance(protocol, Protocol)
     others = [a for a in actions if not isinstance(a, Metadata | Protocol | CommitInfo)]
     current_protocol = txn.snapshot.protocol if txn.snapshot is not None else None
     if txn.snapshot is None and metadata is None:
@@ -249,13 +251,14 @@ def _check_append_only(table: str, metadata: Metadata, actions: list[Action]) ->
 def _check_duplicates(table: str, actions: list[Action]) -> None:
     app_versions: dict[str, int] = {}
     for a in actions:
-        if isinstance(a, SetTransaction):
-            if app_versions.setdefault(a.app_id, a.version) != a.version:
-                raise errors.invalid_argument(
-                    f"Two SetTransaction actions for application {a.app_id!r} with different "
-                    "versions in one commit.",
-                    table=table,
-                )
+        if isinstance(a, SetTransaction) and (
+            app_versions.setdefault(a.app_id, a.version) != a.version
+        ):
+            raise errors.invalid_argument(
+                f"Two SetTransaction actions for application {a.app_id!r} with different "
+                "versions in one commit.",
+                table=table,
+            )
     keys = Counter(
         (type(a).__name__, a.path, a.deletion_vector.unique_id if a.deletion_vector else None)
         for a in actions
@@ -328,7 +331,12 @@ def _with_ict_enablement(
     """Enabling ICT on an existing table records from which version and time it holds."""
     actions = list(pending.actions)
     md = pending.metadata
-    if ict is None or md is None or txn.snapshot is None or txn.snapshot.in_commit_timestamps_enabled:
+    if (
+        ict is None
+        or md is None
+        or txn.snapshot is None
+        or txn.snapshot.in_commit_timestamps_enabled
+    ):
         return actions
     conf = dict(md.configuration)
     conf[ICT_ENABLEMENT_VERSION] = str(version)
@@ -347,7 +355,11 @@ def _resolve_conflicts(
     store = txn.log.store
     listing = store.list_from(txn.log.log_root, version_prefix(attempt))
     winners = sorted(
-        (lf for f in listing if (lf := parse_log_file(f)) is not None and lf.kind is LogFileKind.COMMIT),
+        (
+            lf
+            for f in listing
+            if (lf := parse_log_file(f)) is not None and lf.kind is LogFileKind.COMMIT
+        ),
         key=lambda lf: lf.version,
     )
     expected = attempt
@@ -381,7 +393,11 @@ def _resolve_conflicts(
         )
     log.info(
         "Version %d of %s was taken; no logical conflict with versions %d..%d, retrying at %d",
-        attempt, txn.table_root, attempt, expected - 1, expected,
+        attempt,
+        txn.table_root,
+        attempt,
+        expected - 1,
+        expected,
     )
     return pending, expected, own_ict
 

@@ -45,7 +45,11 @@ from deltalog.actions import (
     action_from_json,
 )
 from deltalog.data_skipping import files_matching
-from deltalog.features import check_read_supported, is_feature_supported
+from deltalog.features import (
+    check_read_supported,
+    check_write_supported,
+    is_feature_supported,
+)
 from deltalog.log.filenames import LOG_DIR, commit_name
 from deltalog.schema import parse_schema
 from deltalog.txn.read_set import SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, PendingCommit
@@ -277,11 +281,7 @@ class _Checker:
         if theirs is None:
             return
         check_read_supported(theirs, self.table)
-        # The writer check is features.check_write_supported where features.py provides one;
-        # without it only reader support can be checked here.
-        check_write = getattr(features, "check_write_supported", None)
-        if check_write is not None:
-            check_write(theirs, self.table)
+        check_write_supported(theirs, self.table)
         if self.pending.protocol is not None:
             raise self.protocol_changed(" while this transaction changes it too")
         snapshot = self.pending.snapshot
@@ -528,15 +528,16 @@ class _Checker:
         ours = {_path_key(r.path): r for r in self.pending.removes}
         if not ours:
             return
-        overlap = [ours[k] for r in w.removes if (k := _path_key(r.path)) in ours]
+        overlap = [(ours[k], r) for r in w.removes if (k := _path_key(r.path)) in ours]
         if overlap:
+            mine, theirs = overlap[0]
             raise errors.concurrent_delete_delete(
                 self.table,
                 self.table_name,
                 w.operation,
                 w.version,
-                [r.path for r in overlap],
-                self.partition_hint(overlap[0].partition_values),
+                [r.path for r, _ in overlap],
+                self.partition_hint(mine.partition_values or theirs.partition_values),
             )
 
 

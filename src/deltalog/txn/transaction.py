@@ -222,7 +222,11 @@ class Transaction:
                 f"this transaction already committed version {self.committed_version}",
                 table=self.table_root,
             )
-        op = operation if isinstance(operation, Operation) else Operation(operation, parameters or {})
+        op = (
+            operation
+            if isinstance(operation, Operation)
+            else Operation(operation, parameters or {})
+        )
         version = commit(self, list(actions), op, tags=tags, skip_empty=skip_empty)
         self.committed_version = version
         return version

@@ -1,0 +1,595 @@
+"""Writing data files: Arrow rows in, parquet files and their ``add`` actions out (writes.md §2.7).
+
+:class:`DataFileWriter` takes rows by logical column name, casts them to the table schema, groups
+them by partition values (vectorised: one ``np.unique`` over dictionary codes, no loop over
+rows), and writes each group to its own parquet files, rolled over at ``target_file_size`` or
+``max_records_per_file``. Partition columns are not written into the files; the log carries them.
+Under column mapping the parquet columns take the physical names and ``PARQUET:field_id``s, and
+files go into random prefix folders instead of Hive directories.
+
+Rows are buffered per partition group only up to a row group's worth, so a Spark task can feed
+batches as they arrive (:meth:`DataFileWriter.add`, then :meth:`DataFileWriter.finish`).
+Every byte goes through the :class:`~deltalog.storage.base.LogStore`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import string
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from deltalog import errors
+from deltalog.actions import AddFile
+from deltalog.features import is_feature_supported
+from deltalog.schema import (
+    ArrayType,
+    DataType,
+    MapType,
+    PrimitiveType,
+    StructField,
+    StructType,
+    to_arrow,
+)
+from deltalog.storage.base import LogStore
+from deltalog.table_properties import TableProperties
+from deltalog.write.partitioning import (
+    directory_value,
+    encode_log_path,
+    partition_directory,
+    serialize_partition_value,
+)
+from deltalog.write.stats import StatsCollector
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+
+DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
+# Spark's file-name extension of each parquet codec ("" for uncompressed).
+_CODEC_EXTENSIONS = {
+    "uncompressed": "",
+    "none": "",
+    "snappy": ".snappy",
+    "gzip": ".gz",
+    "zstd": ".zstd",
+    "lz4": ".lz4raw",
+    "brotli": ".br",
+}
+_ALPHANUMERIC = string.digits + string.ascii_letters
+
+
+@dataclass(frozen=True, slots=True)
+class WriteLayout:
+    """Everything writing a table's data files needs (picklable: it ships to Spark executors).
+
+    ``schema`` is the logical table schema; ``configuration`` the table properties (statistics
+    settings, ``delta.randomizeFilePrefixes``, ``delta.randomPrefixLength``). ``stats_tight_bounds``
+    adds ``tightBounds: true`` to the statistics: set it when the protocol supports deletion
+    vectors. ``time_zone`` renders timestamp partition values in directory names.
+    """
+
+    table_root: str
+    schema: StructType
+    partition_columns: tuple[str, ...] = ()
+    column_mapping_mode: str = "none"
+    configuration: Mapping[str, str] = field(default_factory=dict)
+    target_file_size: int = DEFAULT_TARGET_FILE_SIZE
+    max_records_per_file: int = 0
+    compression: str = "snappy"
+    data_change: bool = True
+    stats_tight_bounds: bool = False
+    time_zone: str = "UTC"
+
+    def __post_init__(self) -> None:
+        if self.column_mapping_mode not in ("none", "id", "name"):
+            raise errors.invalid_argument(
+                f"unknown column mapping mode {self.column_mapping_mode!r}", self.table_root
+            )
+        if self.compression.lower() not in _CODEC_EXTENSIONS:
+            raise errors.invalid_argument(
+                f"unsupported parquet compression {self.compression!r}; use one of "
+                + ", ".join(sorted(_CODEC_EXTENSIONS)),
+                self.table_root,
+            )
+        for name in self.partition_columns:
+            try:
+                self.schema.field(name)
+            except KeyError:
+                raise errors.invalid_argument(
+                    f"partition column {name} is not in the schema {self.schema.names}",
+                    self.table_root,
+                ) from None
+
+    @classmethod
+    def of(cls, snapshot: Snapshot, **options: Any) -> WriteLayout:
+        """The layout of ``snapshot``'s table; ``options`` set the other fields."""
+        options.setdefault(
+            "stats_tight_bounds", is_feature_supported(snapshot.protocol, "deletionVectors")
+        )
+        return cls(
+            snapshot.table_root,
+            snapshot.schema,
+            tuple(snapshot.partition_columns),
+            snapshot.column_mapping_mode,
+            dict(snapshot.metadata.configuration),
+            **options,
+        )
+
+    @property
+    def partition_fields(self) -> tuple[StructField, ...]:
+        """The partition columns' fields, in partition order."""
+        return tuple(self.schema.field(name) for name in self.partition_columns)
+
+    @property
+    def data_fields(self) -> tuple[StructField, ...]:
+        """The fields written into the data files: the schema minus the partition columns."""
+        lowered = {c.lower() for c in self.partition_columns}
+        return tuple(f for f in self.schema.fields if f.name.lower() not in lowered)
+
+    @property
+    def random_prefix_length(self) -> int | None:
+        """Characters of the random folder each file goes into, or ``None`` for Hive folders:
+        set under column mapping or ``delta.randomizeFilePrefixes=true`` (default 2)."""
+        props = TableProperties(self.configuration, self.table_root)
+        randomize = (props.get("delta.randomizeFilePrefixes") or "false").strip().lower()
+        if self.column_mapping_mode == "none" and randomize != "true":
+            return None
+        raw = props.get("delta.randomPrefixLength") or "2"
+        if not raw.strip().isdigit() or int(raw) < 1:
+            raise errors.InvalidTableError(
+                "DELTA_INVALID_TABLE_PROPERTY",
+                f"Table property delta.randomPrefixLength has an invalid value {raw!r}.",
+                table=self.table_root,
+                help="set it to a positive whole number of characters.",
+            )
+        return int(raw)
+
+
+class _OpenFile:
+    """One parquet file being written: its stream, writer, and running statistics."""
+
+    def __init__(
+        self, store: LogStore, root: str, relative: str, schema: pa.Schema, layout: WriteLayout
+    ) -> None:
+        self.relative = relative
+        self.path = f"{root.rstrip('/')}/{relative}"
+        self.rows = 0
+        self.arrow_bytes = 0
+        self._stack = contextlib.ExitStack()
+        stream = self._stack.enter_context(store.open_output(self.path))
+        try:
+            self.sink = pa.PythonFile(stream, mode="w")
+            compression = layout.compression.lower()
+            self.writer = pq.ParquetWriter(
+                self.sink,
+                schema,
+                compression="none" if compression == "uncompressed" else compression,
+                # INT64 micros with isAdjustedToUTC (timestamp) or without (timestamp_ntz).
+                use_deprecated_int96_timestamps=False,
+                coerce_timestamps="us",
+            )
+        except BaseException as e:
+            self._stack.__exit__(type(e), e, e.__traceback__)
+            raise
+        self.stats = StatsCollector.for_table(
+            layout.schema,
+            layout.partition_columns,
+            layout.configuration,
+            layout.column_mapping_mode,
+            tight_bounds=layout.stats_tight_bounds,
+        )
+
+    @property
+    def written(self) -> int:
+        """Bytes written to the file so far (whole row groups; the footer comes at close)."""
+        return int(self.sink.tell())
+
+    def write(self, logical: pa.Table, physical: pa.Table) -> None:
+        self.writer.write_table(physical)
+        self.stats.update(logical)
+        self.rows += logical.num_rows
+        self.arrow_bytes += logical.nbytes
+
+    def close(self) -> int:
+        """Finish the file; the bytes written."""
+        self.writer.close()
+        written = self.sink.tell()
+        self._stack.close()
+        return written
+
+    def abort(self) -> None:
+        """Drop the half-written file (the store deletes it when its stream fails)."""
+        with contextlib.suppress(Exception):
+            self.writer.close()
+        failure = RuntimeError("data file write aborted")
+        with contextlib.suppress(Exception):
+            self._stack.__exit__(RuntimeError, failure, None)
+
+
+@dataclass(slots=True)
+class _Group:
+    """Rows sharing one set of partition values: their log values, folder and buffered rows."""
+
+    partition_values: dict[str, str | None]
+    directory: str | None
+    buffered: list[pa.Table] = field(default_factory=list)
+    buffered_bytes: int = 0
+    file: _OpenFile | None = None
+    file_count: int = 0
+
+
+class DataFileWriter:
+    """Writes rows into a table's data files and returns their ``add`` actions (not committed).
+
+    Feed rows with :meth:`add` (any number of times), then call :meth:`finish`; or call
+    :meth:`write` once. Rows name columns by their LOGICAL names, in any order; missing nullable
+    columns are written as nulls; values are cast to the schema's types. Use as a context
+    manager to :meth:`abort` (delete every file written) when the body fails.
+    """
+
+    def __init__(
+        self,
+        store: LogStore,
+        layout: WriteLayout,
+        *,
+        task_id: int = 0,
+        buffer_bytes: int = 64 * 1024 * 1024,
+    ) -> None:
+        self._store = store
+        self._layout = layout
+        self._task_id = task_id
+        self._buffer_limit = buffer_bytes
+        # A group's rows go to parquet as one row group once they reach this size.
+        self._row_group_bytes = max(1, min(buffer_bytes, layout.target_file_size))
+        # void columns are never written to parquet (readers fill them with nulls).
+        written = [f for f in layout.data_fields if f.type != PrimitiveType("void")]
+        self._data_names = [f.name for f in written]
+        self._physical = physical_schema(written, layout.column_mapping_mode)
+        self._groups: dict[tuple[str | None, ...], _Group] = {}
+        self._added: list[AddFile] = []
+        self._written: list[str] = []
+        self._bytes_per_arrow_byte = 1.0  # parquet bytes per Arrow byte, learnt from closed files
+        self._finished = False
+
+    def __enter__(self) -> DataFileWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None:
+            self.abort()
+
+    def write(self, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> list[AddFile]:
+        """Write all of ``data`` and finish: the ``add`` actions of the files written."""
+        if isinstance(data, pa.Table | pa.RecordBatch):
+            self.add(data)
+        else:
+            for batch in data:
+                self.add(batch)
+        return self.finish()
+
+    def add(self, data: pa.Table | pa.RecordBatch) -> None:
+        """Buffer or write the rows of ``data``.
+
+        Raises:
+            InvalidArgumentError: a column not in the schema, a missing non-nullable column, a
+                value that does not cast, or a partition value that cannot be written.
+        """
+        if self._finished:
+            raise errors.invalid_argument(
+                "this DataFileWriter is finished", self._layout.table_root
+            )
+        table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+        table = conform_table(table, self._layout.schema, self._layout.table_root)
+        if table.num_rows == 0:
+            return
+        fields = self._layout.partition_fields
+        for values, rows in self._split(table):
+            key = tuple(self._log_value(v, f) for v, f in zip(values, fields, strict=True))
+            group = self._groups.get(key) or self._new_group(key, values)
+            self._groups[key] = group
+            data_rows = rows.select(self._data_names)
+            group.buffered.append(data_rows)
+            group.buffered_bytes += data_rows.nbytes
+            if group.buffered_bytes >= self._row_group_bytes:
+                self._flush(group)
+        self._relieve_memory()
+
+    def finish(self) -> list[AddFile]:
+        """Write everything buffered, close every file: the ``add`` actions, in writing order."""
+        if not self._finished:
+            for group in self._groups.values():
+                self._flush(group)
+                self._close_file(group)
+            self._finished = True
+        return list(self._added)
+
+    def abort(self) -> None:
+        """Close and delete every file this writer made (nothing of it is committed)."""
+        self._finished = True
+        for group in self._groups.values():
+            if group.file is not None:
+                group.file.abort()
+                group.file = None
+            group.buffered.clear()
+        for path in self._written:
+            self._store.delete(path)
+        self._added.clear()
+
+    # -- grouping ---------------------------------------------------------------------------
+
+    def _split(self, table: pa.Table) -> list[tuple[list[Any], pa.Table]]:
+        """``table``'s rows by partition values: (values, rows) per distinct set of values."""
+        fields = self._layout.partition_fields
+        if not fields:
+            return [([], table)]
+        codes = []
+        dictionaries = []
+        for f in fields:
+            column = table.column(f.name).combine_chunks()
+            if pa.types.is_string(column.type):
+                # "" and null are the same partition (both the default partition, null in the log).
+                column = pc.if_else(pc.equal(column, ""), pa.scalar(None, column.type), column)
+            encoded = column.dictionary_encode(null_encoding="encode")
+            codes.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
+            dictionaries.append(encoded.dictionary)
+        first, inverse = _group_ids(codes, [len(d) for d in dictionaries])
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=len(first)))])
+        grouped = table.take(pa.array(order))  # one gather; each group is then a slice of it
+        return [
+            (
+                [d[int(c[row])].as_py() for d, c in zip(dictionaries, codes, strict=True)],
+                grouped.slice(bounds[g], bounds[g + 1] - bounds[g]),
+            )
+            for g, row in enumerate(first)
+        ]
+
+    def _log_value(self, value: Any, f: StructField) -> str | None:
+        try:
+            return serialize_partition_value(value, f.type)
+        except errors.InvalidArgumentError as e:
+            raise errors.invalid_argument(
+                f"partition column {f.name}: {e}", self._layout.table_root
+            ) from None
+
+    def _new_group(self, key: tuple[str | None, ...], values: list[Any]) -> _Group:
+        layout = self._layout
+        fields = layout.partition_fields
+        mapped = layout.column_mapping_mode != "none"
+        partition_values = {
+            (f.physical_name if mapped else f.name): value
+            for f, value in zip(fields, key, strict=True)
+        }
+        directory = None
+        if fields and layout.random_prefix_length is None:
+            directory = partition_directory(
+                [
+                    (f.name, directory_value(v, f.type, time_zone=layout.time_zone))
+                    for f, v in zip(fields, values, strict=True)
+                ]
+            )
+        return _Group(partition_values, directory)
+
+    # -- files ------------------------------------------------------------------------------
+
+    def _relieve_memory(self) -> None:
+        """Write out the biggest buffers while all buffers together exceed the budget."""
+        total = sum(g.buffered_bytes for g in self._groups.values())
+        for group in sorted(self._groups.values(), key=lambda g: -g.buffered_bytes):
+            if total <= self._buffer_limit:
+                break
+            total -= group.buffered_bytes
+            self._flush(group)
+
+    def _flush(self, group: _Group) -> None:
+        """Write ``group``'s buffered rows, rolling over to new files as they fill."""
+        if not group.buffered:
+            return
+        table = pa.concat_tables(group.buffered)
+        group.buffered, group.buffered_bytes = [], 0
+        offset = 0
+        while offset < table.num_rows:
+            file = group.file or self._open_file(group)
+            rows = self._rows_fitting(file, table, offset)
+            piece = table.slice(offset, rows)
+            file.write(piece, to_physical(piece, self._physical))
+            offset += rows
+            if self._is_full(file):
+                self._close_file(group)
+
+    def _rows_fitting(self, file: _OpenFile, table: pa.Table, offset: int) -> int:
+        """How many rows from ``offset`` go into ``file`` (at least one): up to the record
+        limit, and as many as its size estimate says fit below ``target_file_size``."""
+        layout = self._layout
+        fit = table.num_rows - offset
+        if layout.max_records_per_file > 0:
+            fit = min(fit, layout.max_records_per_file - file.rows)
+        # Parquet bytes per Arrow byte: this file's so far, else the last file's (else 1, which
+        # errs towards smaller row groups; the file then takes more once its ratio is known).
+        ratio = file.written / file.arrow_bytes if file.arrow_bytes else self._bytes_per_arrow_byte
+        bytes_per_row = max(table.nbytes / table.num_rows * ratio, 1e-9)
+        by_size = int((layout.target_file_size - file.written) / bytes_per_row)
+        return max(1, min(fit, by_size))
+
+    def _is_full(self, file: _OpenFile) -> bool:
+        """Whether ``file`` takes no more rows: at the record limit, at the target size, or so
+        close to it (1/16) that more rows would only add tiny row groups."""
+        layout = self._layout
+        if 0 < layout.max_records_per_file <= file.rows:
+            return True
+        return file.written >= layout.target_file_size * 15 / 16
+
+    def _open_file(self, group: _Group) -> _OpenFile:
+        layout = self._layout
+        extension = _CODEC_EXTENSIONS[layout.compression.lower()]
+        name = f"part-{self._task_id:05d}-{uuid.uuid4()}.c{group.file_count:03d}{extension}.parquet"
+        prefix_length = layout.random_prefix_length
+        if prefix_length is not None:
+            folder: str | None = "".join(random.choices(_ALPHANUMERIC, k=prefix_length))
+        else:
+            folder = group.directory
+        relative = f"{folder}/{name}" if folder else name
+        group.file = _OpenFile(self._store, layout.table_root, relative, self._physical, layout)
+        group.file_count += 1
+        self._written.append(group.file.path)
+        return group.file
+
+    def _close_file(self, group: _Group) -> None:
+        file = group.file
+        if file is None:
+            return
+        group.file = None
+        written = file.close()
+        if file.arrow_bytes:
+            self._bytes_per_arrow_byte = written / file.arrow_bytes
+        info = self._store.stat(file.path)
+        self._added.append(
+            AddFile(
+                path=encode_log_path(file.relative),
+                partition_values=dict(group.partition_values),
+                size=info.size,
+                modification_time=info.modification_time,
+                data_change=self._layout.data_change,
+                stats=file.stats.to_json(),
+            )
+        )
+
+
+def _group_ids(codes: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Dense group ids of rows keyed by several code columns: (first row of each group, group id
+    of each row). Codes combine in mixed radix, re-densified before the key could overflow."""
+    key = codes[0]
+    span = max(sizes[0], 1)
+    for column, size in zip(codes[1:], sizes[1:], strict=True):
+        if span * max(size, 1) >= 2**62:
+            _, key = np.unique(key, return_inverse=True)
+            span = int(key.max()) + 1
+        key = key * max(size, 1) + column
+        span *= max(size, 1)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
+# -- Arrow: input rows to the table's logical types, logical to physical ----------------------
+
+
+def conform_table(data: pa.Table, schema: StructType, table: str = "") -> pa.Table:
+    """``data`` with exactly ``schema``'s columns, in order, in its Arrow types: columns found
+    by name (exact, else ignoring case, nested too), missing nullable ones null.
+
+    Raises:
+        InvalidArgumentError: a column not in the schema, a missing non-nullable column, or a
+            value that does not cast.
+    """
+    for name in data.column_names:
+        if not any(f.name.lower() == name.lower() for f in schema.fields):
+            raise errors.invalid_argument(
+                f"column {name} is not in the table schema {schema.names}", table or None
+            )
+    given = list(data.schema)
+    arrays = _conform_fields(given, list(data.columns), schema.fields, data.num_rows, ())
+    return pa.Table.from_arrays(arrays, schema=schema.to_arrow())
+
+
+def _conform_fields(
+    given: list[pa.Field],
+    children: list[Any],
+    fields: tuple[StructField, ...],
+    length: int,
+    path: tuple[str, ...],
+) -> list[Any]:
+    names = [g.name for g in given]
+    lowered = [n.lower() for n in names]
+    out = []
+    for f in fields:
+        at = names.index(f.name) if f.name in names else None
+        if at is None and f.name.lower() in lowered:
+            at = lowered.index(f.name.lower())
+        if at is None:
+            if not f.nullable:
+                raise errors.invalid_argument(
+                    f"non-nullable column {'.'.join((*path, f.name))} is missing from the data"
+                )
+            out.append(pa.nulls(length, to_arrow(f.type)))
+        else:
+            out.append(_conform(children[at], f.type, (*path, f.name)))
+    extra = set(lowered) - {f.name.lower() for f in fields}
+    if path and extra:
+        raise errors.invalid_argument(
+            f"field(s) {sorted(extra)} of {'.'.join(path)} are not in the table schema"
+        )
+    return out
+
+
+def _conform(values: Any, t: DataType, path: tuple[str, ...]) -> Any:
+    """``values`` (an array or chunked array) in the Arrow type of ``t``."""
+    target = to_arrow(t)
+    if values.type.equals(target):
+        return values
+    if isinstance(values, pa.ChunkedArray):
+        chunks = [_conform(c, t, path) for c in values.chunks]
+        return pa.chunked_array(chunks, type=target)
+    mask = values.is_null() if values.null_count else None
+    if isinstance(t, StructType) and pa.types.is_struct(values.type):
+        given = [values.type.field(i) for i in range(values.type.num_fields)]
+        children = _conform_fields(given, values.flatten(), t.fields, len(values), path)
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if isinstance(t, ArrayType) and (
+        pa.types.is_list(values.type) or pa.types.is_large_list(values.type)
+    ):
+        items = _conform(values.values, t.element_type, (*path, "element"))
+        offsets = values.offsets.cast(pa.int32())
+        return pa.ListArray.from_arrays(offsets, items, type=target, mask=mask)
+    if isinstance(t, MapType) and pa.types.is_map(values.type):
+        # The entries child is unsliced, matching the absolute offsets.
+        keys = _conform(values.values.field(0), t.key_type, (*path, "key"))
+        items = _conform(values.values.field(1), t.value_type, (*path, "value"))
+        return pa.MapArray.from_arrays(values.offsets, keys, items, type=target, mask=mask)
+    try:
+        return values.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise errors.invalid_argument(
+            f"column {'.'.join(path)} of type {values.type} does not cast to {target}: {e}"
+        ) from None
+
+
+def physical_schema(fields: Iterable[StructField], mode: str) -> pa.Schema:
+    """The parquet schema of the data files: physical names and ``PARQUET:field_id``s under
+    column mapping (nested fields too); every column optional, as Spark writes them."""
+    return pa.schema([_physical_field(f, mode) for f in fields])
+
+
+def _physical_field(f: StructField, mode: str) -> pa.Field:
+    metadata = None
+    if mode != "none" and "delta.columnMapping.id" in f.metadata:
+        metadata = {b"PARQUET:field_id": str(f.metadata["delta.columnMapping.id"]).encode()}
+    name = f.physical_name if mode != "none" else f.name
+    return pa.field(name, _physical_type(f.type, mode), True, metadata)
+
+
+def _physical_type(t: DataType, mode: str) -> pa.DataType:
+    if isinstance(t, StructType):
+        return pa.struct([_physical_field(f, mode) for f in t.fields])
+    if isinstance(t, ArrayType):
+        return pa.list_(pa.field("element", _physical_type(t.element_type, mode), True))
+    if isinstance(t, MapType):
+        value = pa.field("value", _physical_type(t.value_type, mode), True)
+        return pa.map_(_physical_type(t.key_type, mode), value)
+    return to_arrow(t)
+
+
+def to_physical(logical: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The logical rows under the physical schema: a zero-copy view (same layout, new names)."""
+    columns = [
+        pa.chunked_array([c.view(f.type) for c in column.chunks], type=f.type)
+        for column, f in zip(logical.columns, schema, strict=True)
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)

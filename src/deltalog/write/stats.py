@@ -1,0 +1,432 @@
+"""Per-file statistics, the ``add.stats`` JSON (PROTOCOL.md "Per-file Statistics"; writes.md §2.9),
+following delta-spark's ``StatisticsCollection``:
+
+- columns: ``delta.dataSkippingStatsColumns`` when set, else the first
+  ``delta.dataSkippingNumIndexedCols`` (32; negative = all) leaves of the schema minus the
+  partition columns, depth first; an array, map or binary column counts as one leaf;
+- ``numRecords``; ``nullCount`` of every indexed leaf (a leaf under a null struct is null);
+  ``minValues``/``maxValues`` only for numbers, decimals, dates, timestamps and strings;
+- strings: the min is cut to the first ``delta.dataSkippingStringPrefixLength`` (32) code points;
+  a longer max is cut and given a tie-breaker (``truncateMaxStringAgg``), or dropped;
+- timestamps: milliseconds, truncated down, ISO-8601 in UTC (``...T18:00:00.123Z``), and
+  ``timestamp_ntz`` without the zone;
+- keys are physical names under column mapping; ``tightBounds`` only when asked.
+
+Statistics are computed with ``pyarrow.compute`` per column and batch, never per row, and merge
+across batches (:class:`StatsCollector`), so a file written in pieces gets one exact summary.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog import errors
+from deltalog.schema import DataType, DecimalType, PrimitiveType, StructField, StructType
+from deltalog.table_properties import TableProperties
+
+DEFAULT_STRING_PREFIX_LENGTH = 32
+_MIN_MAX_PRIMITIVES = frozenset(
+    {"byte", "short", "integer", "long", "float", "double", "date", "timestamp", "timestamp_ntz"}
+    | {"string"}
+)
+_ASCII_MAX = "\x7f"
+_UTF8_MAX = "\U0010ffff"
+_EPOCH = dt.datetime(1970, 1, 1)
+# Arrow timestamp unit -> (multiply, floor-divide) to microseconds.
+_TO_MICROS = {"s": (1_000_000, 1), "ms": (1000, 1), "us": (1, 1), "ns": (1, 1000)}
+
+
+@dataclass(frozen=True, slots=True)
+class StatsColumn:
+    """One indexed leaf: its path of logical names (to find it in the data), its path of stats
+    keys (physical names under column mapping), its type and whether it gets min/max."""
+
+    path: tuple[str, ...]
+    key: tuple[str, ...]
+    data_type: DataType
+
+    @property
+    def has_min_max(self) -> bool:
+        t = self.data_type
+        return isinstance(t, DecimalType) or (
+            isinstance(t, PrimitiveType) and t.name in _MIN_MAX_PRIMITIVES
+        )
+
+
+def stats_columns(
+    schema: StructType,
+    partition_columns: Sequence[str] = (),
+    configuration: Mapping[str, str] | None = None,
+    column_mapping_mode: str = "none",
+) -> tuple[StatsColumn, ...]:
+    """The leaves that get statistics, depth first in schema order."""
+    props = TableProperties(configuration or {})
+    mapped = column_mapping_mode != "none"
+    # Read raw: the list may quote names with backticks (which may hold commas and dots).
+    listed = props.get("delta.dataSkippingStatsColumns")
+    if listed is not None:
+        wanted = [tuple(p.lower() for p in path) for path in parse_column_list(listed)]
+        return tuple(_selected_leaves(schema.fields, wanted, (), (), mapped))
+    lowered = {c.lower() for c in partition_columns}
+    fields = [f for f in schema.fields if f.name.lower() not in lowered]
+    leaves = list(_leaves(fields, (), (), mapped))
+    limit = props.data_skipping_num_indexed_cols
+    return tuple(leaves if limit < 0 else leaves[:limit])
+
+
+def _leaves(
+    fields: Sequence[StructField], path: tuple[str, ...], key: tuple[str, ...], mapped: bool
+) -> list[StatsColumn]:
+    out: list[StatsColumn] = []
+    for f in fields:
+        name = f.physical_name if mapped else f.name
+        if isinstance(f.type, StructType):
+            out.extend(_leaves(f.type.fields, (*path, f.name), (*key, name), mapped))
+        else:
+            out.append(StatsColumn((*path, f.name), (*key, name), f.type))
+    return out
+
+
+def _selected_leaves(
+    fields: Sequence[StructField],
+    wanted: list[tuple[str, ...]],
+    path: tuple[str, ...],
+    key: tuple[str, ...],
+    mapped: bool,
+) -> list[StatsColumn]:
+    # As the reference's filterSchema: schema order, names matched ignoring case, a struct named
+    # in full brings all its leaves, a path into a non-struct matches nothing.
+    out: list[StatsColumn] = []
+    for f in fields:
+        rests = [w[1:] for w in wanted if w and w[0] == f.name.lower()]
+        if not rests:
+            continue
+        name = f.physical_name if mapped else f.name
+        if any(not r for r in rests):
+            out.extend(_leaves([f], path, key, mapped))
+        elif isinstance(f.type, StructType):
+            nested = _selected_leaves(f.type.fields, rests, (*path, f.name), (*key, name), mapped)
+            out.extend(nested)
+    return out
+
+
+def parse_column_list(text: str) -> list[tuple[str, ...]]:
+    """Comma-separated multi-part column names (``a, b.c, `x.y`.z``; backticks quote, doubled
+    backticks escape one), as ``delta.dataSkippingStatsColumns`` holds them.
+
+    Raises:
+        ValueError: an unclosed backtick.
+    """
+    columns: list[tuple[str, ...]] = []
+    parts: list[str] = []
+    current: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "`":
+            end = i + 1
+            while True:
+                end = text.find("`", end)
+                if end < 0:
+                    raise ValueError(f"unclosed backtick in column list {text!r}")
+                if text[end + 1 : end + 2] != "`":
+                    break
+                end += 2
+            current.append(text[i + 1 : end].replace("``", "`"))
+            i = end + 1
+            continue
+        if c in ".,":
+            parts.append("".join(current).strip())
+            current = []
+            if c == ",":
+                columns.append(tuple(parts))
+                parts = []
+        else:
+            current.append(c)
+        i += 1
+    parts.append("".join(current).strip())
+    columns.append(tuple(parts))
+    return [c for c in columns if any(c)]
+
+
+class _Leaf:
+    """Running statistics of one column: null count, min and max of non-null, non-NaN values,
+    and NaN count (floats)."""
+
+    __slots__ = ("column", "max", "min", "nan_count", "null_count")
+
+    def __init__(self, column: StatsColumn) -> None:
+        self.column = column
+        self.null_count = 0
+        self.nan_count = 0
+        self.min: Any = None
+        self.max: Any = None
+
+    def update(self, values: pa.ChunkedArray | None, num_rows: int) -> None:
+        if values is None:  # absent from the data: all null, as the reference counts it
+            self.null_count += num_rows
+            return
+        self.null_count += values.null_count
+        if not self.column.has_min_max or values.null_count == len(values):
+            return
+        t = self.column.data_type
+        if isinstance(t, PrimitiveType) and t.name in ("float", "double"):
+            self.nan_count += pc.sum(pc.is_nan(values)).as_py() or 0
+        scale = None
+        if pa.types.is_timestamp(values.type):
+            # Integers (micros) merge exactly and avoid datetime's range limits.
+            scale = _TO_MICROS[values.type.unit]
+            values = values.cast(pa.int64())
+        elif pa.types.is_date32(values.type):
+            values = values.cast(pa.int32())  # days
+        low, high = (v.as_py() for v in pc.min_max(values).values())
+        if low is None:
+            return
+        if scale is not None:
+            low, high = _to_micros(low, scale), _to_micros(high, scale)
+        self.min = low if self.min is None else min(self.min, low)
+        self.max = high if self.max is None else max(self.max, high)
+
+
+class StatsCollector:
+    """The statistics of one data file, fed the file's rows in any number of pieces.
+
+    Pieces are Arrow tables with the table schema's LOGICAL column names (nested too), the
+    partition columns optional (they get no statistics); an indexed column missing from a piece
+    counts as all null there.
+    """
+
+    def __init__(
+        self,
+        columns: Sequence[StatsColumn],
+        *,
+        string_prefix_length: int = DEFAULT_STRING_PREFIX_LENGTH,
+        tight_bounds: bool = False,
+    ) -> None:
+        self._leaves = [_Leaf(c) for c in columns]
+        self._prefix = string_prefix_length
+        self._tight_bounds = tight_bounds
+        self.num_records = 0
+
+    @classmethod
+    def for_table(
+        cls,
+        schema: StructType,
+        partition_columns: Sequence[str] = (),
+        configuration: Mapping[str, str] | None = None,
+        column_mapping_mode: str = "none",
+        *,
+        tight_bounds: bool = False,
+    ) -> StatsCollector:
+        """A collector with the table's indexed columns and string prefix length."""
+        conf = configuration or {}
+        columns = stats_columns(schema, partition_columns, conf, column_mapping_mode)
+        prefix = string_prefix_length(conf)
+        return cls(columns, string_prefix_length=prefix, tight_bounds=tight_bounds)
+
+    def update(self, data: pa.Table | pa.RecordBatch) -> None:
+        """Add the rows of ``data``."""
+        table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+        self.num_records += table.num_rows
+        for leaf in self._leaves:
+            leaf.update(_column(table, leaf.column.path), table.num_rows)
+
+    def to_json(self) -> str:
+        """The ``add.stats`` text of everything added so far."""
+        mins: dict[str, Any] = {}
+        maxes: dict[str, Any] = {}
+        nulls: dict[str, Any] = {}
+        for leaf in self._leaves:
+            key = leaf.column.key
+            _put(nulls, key, leaf.null_count)
+            if leaf.column.has_min_max:
+                low, high = self._bounds(leaf)
+                _put(mins, key, low)
+                _put(maxes, key, high)
+        stats: dict[str, Any] = {"numRecords": self.num_records}
+        # The reference writes a minValues/maxValues struct whenever some indexed leaf is
+        # eligible (values that are null, e.g. an all-null column, are left out of it).
+        if any(leaf.column.has_min_max for leaf in self._leaves):
+            stats["minValues"] = mins
+            stats["maxValues"] = maxes
+        if self._leaves:
+            stats["nullCount"] = nulls
+        if self._tight_bounds:
+            stats["tightBounds"] = True
+        return _dumps(stats)
+
+    def _bounds(self, leaf: _Leaf) -> tuple[Any, Any]:
+        t = leaf.column.data_type
+        low, high = leaf.min, leaf.max
+        if isinstance(t, DecimalType):
+            return low, high
+        assert isinstance(t, PrimitiveType)
+        if t.name in ("float", "double"):
+            # delta-spark takes Spark's min/max, where NaN sorts above every number (so any NaN
+            # makes the max NaN, and only an all-NaN column has a NaN min), and Jackson writes
+            # NaN/±Infinity as the strings "NaN"/"Infinity", which other readers do not parse as
+            # numbers. We leave such bounds out instead: a missing bound keeps the file, so
+            # skipping stays correct everywhere. Values are written exactly (a float32 0.1f as
+            # 0.10000000149011612), so a reader comparing in double never sees a max too low.
+            if leaf.nan_count:
+                high = None
+            return _finite(low), _finite(high)
+        if t.name == "string":
+            return _truncate_min(low, self._prefix), _truncate_max(high, self._prefix)
+        if t.name == "date":
+            return _date(low), _date(high)
+        if t.name in ("timestamp", "timestamp_ntz"):
+            zone = "Z" if t.name == "timestamp" else ""
+            return _timestamp(low, zone), _timestamp(high, zone)
+        return low, high
+
+
+def file_stats(
+    data: pa.Table,
+    schema: StructType,
+    *,
+    partition_columns: Sequence[str] = (),
+    configuration: Mapping[str, str] | None = None,
+    column_mapping_mode: str = "none",
+    tight_bounds: bool = False,
+) -> str:
+    """The ``add.stats`` JSON of one file holding the rows of ``data`` (logical column names;
+    see :class:`StatsCollector`). ``tight_bounds`` adds ``"tightBounds":true``: pass it when the
+    table's protocol supports deletion vectors, as the reference does."""
+    collector = StatsCollector.for_table(
+        schema, partition_columns, configuration, column_mapping_mode, tight_bounds=tight_bounds
+    )
+    collector.update(data)
+    return collector.to_json()
+
+
+def string_prefix_length(configuration: Mapping[str, str]) -> int:
+    """``delta.dataSkippingStringPrefixLength``, else the session default (32).
+
+    Raises:
+        InvalidTableError: the property is not an integer.
+    """
+    raw = configuration.get("delta.dataSkippingStringPrefixLength")
+    if raw is None:
+        return DEFAULT_STRING_PREFIX_LENGTH
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise errors.InvalidTableError(
+            "DELTA_INVALID_TABLE_PROPERTY",
+            f"Table property delta.dataSkippingStringPrefixLength has an invalid value {raw!r}.",
+            help="set it to a whole number of characters.",
+        ) from None
+
+
+def _column(table: pa.Table, path: tuple[str, ...]) -> pa.ChunkedArray | None:
+    """The leaf at ``path`` (exact name first, then ignoring case), null wherever a parent struct
+    is null, or ``None`` when absent."""
+    index = _index(table.schema.names, path[0])
+    if index is None:
+        return None
+    values: pa.ChunkedArray = table.column(index)
+    for name in path[1:]:
+        if not pa.types.is_struct(values.type):
+            return None
+        child = _index([values.type.field(i).name for i in range(values.type.num_fields)], name)
+        if child is None:
+            return None
+        # struct_field (unlike StructArray.field) folds the parent's validity into the child.
+        values = pc.struct_field(values, [child])
+    return values
+
+
+def _index(names: Sequence[str], name: str) -> int | None:
+    if name in names:
+        return list(names).index(name)
+    lowered = [n.lower() for n in names]
+    return lowered.index(name.lower()) if name.lower() in lowered else None
+
+
+def _put(target: dict[str, Any], key: tuple[str, ...], value: Any) -> None:
+    for part in key[:-1]:
+        target = target.setdefault(part, {})
+    if value is not None:
+        target[key[-1]] = value
+
+
+def _to_micros(value: int, scale: tuple[int, int]) -> int:
+    return value * scale[0] // scale[1]  # floor, as milliseconds are floored later
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
+def _date(days: int | None) -> str | None:
+    return None if days is None else (dt.date(1970, 1, 1) + dt.timedelta(days=days)).isoformat()
+
+
+def _timestamp(micros: int | None, zone: str) -> str | None:
+    if micros is None:
+        return None
+    millis = micros // 1000  # floor: both bounds truncated down, as the reference writes them
+    value = _EPOCH + dt.timedelta(milliseconds=millis)
+    return value.isoformat(timespec="milliseconds") + zone
+
+
+def _truncate_min(value: str | None, prefix: int) -> str | None:
+    """Spark's ``substring(min, 0, prefix)``: the first ``prefix`` code points."""
+    if value is None:
+        return None
+    return value[:prefix] if prefix > 0 else ""
+
+
+def _truncate_max(value: str | None, prefix: int) -> str | None:
+    """delta-spark's ``truncateMaxStringAgg``: lengths count UTF-16 units, as Java strings do.
+
+    Keep the first ``prefix`` units (plus a low surrogate so no pair is split); skip over
+    ``U+10FFFF`` characters; then append ``U+007F`` if the next original character sorts below
+    it, else ``U+10FFFF``, so the result is >= every string with the same prefix. If that cannot
+    be done within ``2 * prefix`` units, there is no max (``None``)."""
+    if value is None:
+        return None
+    units = _utf16(value)
+    if len(units) <= prefix:
+        return value
+    if prefix <= 0:
+        return None
+    length = prefix + 1 if 0xDC00 <= units[prefix] <= 0xDFFF else prefix
+    while length <= 2 * prefix:
+        if length >= len(units):
+            return value
+        if units[length : length + 2] == [0xDBFF, 0xDFFF]:
+            length += 2
+        elif units[length] < 0x7F:
+            return _from_utf16(units[:length]) + _ASCII_MAX
+        else:
+            return _from_utf16(units[:length]) + _UTF8_MAX
+    return None
+
+
+def _utf16(text: str) -> list[int]:
+    raw = text.encode("utf-16-le", "surrogatepass")
+    return [int.from_bytes(raw[i : i + 2], "little") for i in range(0, len(raw), 2)]
+
+
+def _from_utf16(units: list[int]) -> str:
+    return b"".join(u.to_bytes(2, "little") for u in units).decode("utf-16-le")
+
+
+def _dumps(value: Any) -> str:
+    """Compact JSON; decimals as plain numbers at their scale (``json`` cannot write them)."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_dumps(k)}:{_dumps(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)

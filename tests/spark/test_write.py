@@ -1,0 +1,167 @@
+"""``df.write.format("delta")`` as delta-spark users write it, on the shared classic session.
+
+Tables are read back by delta-rs (and DuckDB); expected rows come from the inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import deltalog
+from deltalog import DeltaLog, errors
+from deltalog.tables import DeltaTable
+from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def fmt(spark: Any) -> str:
+    return deltalog.register(spark)
+
+
+def _df(spark: Any, rows: list[tuple[int, str]]) -> Any:
+    return spark.createDataFrame(rows, "id long, p string")
+
+
+def _want(*row_lists: list[tuple[int, str]]) -> list[str]:
+    rows = [{"id": i, "p": p} for rows in row_lists for (i, p) in rows]
+    return canonical(
+        pa.Table.from_pylist(rows, schema=pa.schema([("id", pa.int64()), ("p", pa.string())]))
+    )
+
+
+def _info(root: Path, version: int) -> dict[str, Any]:
+    line = (root / "_delta_log" / f"{version:020d}.json").read_text().splitlines()[0]
+    return json.loads(line)["commitInfo"]
+
+
+def test_delta_spark_idioms(spark: Any, fmt: str, tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    a = [(1, "x"), (2, "y")]
+    b = [(3, "x")]
+    _df(spark, a).write.format(fmt).partitionBy("p").save(str(root))  # errorifexists: creates
+    with pytest.raises(errors.DeltaWriteError) as e:
+        _df(spark, b).write.format(fmt).save(str(root))
+    assert e.value.error_class == "DELTA_PATH_EXISTS"
+    _df(spark, b).write.format(fmt).mode("ignore").save(str(root))
+    _df(spark, b).write.format(fmt).mode("append").option("userMetadata", "m1").save(str(root))
+    assert canonical(oracle_rows(str(root))) == _want(a, b)
+    assert _info(root, 1)["userMetadata"] == "m1"
+    assert _info(root, 0)["operationParameters"]["partitionBy"] == '["p"]'
+    c = [(9, "y")]
+    _df(spark, c).write.format(fmt).mode("overwrite").option("replaceWhere", "p = 'y'").save(
+        str(root)
+    )
+    assert canonical(oracle_rows(str(root))) == _want([(1, "x")], b, c)
+    d = [(10, "x")]
+    (
+        _df(spark, d)
+        .write.format(fmt)
+        .mode("overwrite")
+        .option("partitionOverwriteMode", "dynamic")
+        .save(str(root))
+    )
+    assert canonical(oracle_rows(str(root))) == _want(c, d)
+    assert canonical(duckdb_rows(str(root))) == _want(c, d)
+    assert DeltaLog.for_table(str(root)).update().version == 3
+
+
+def test_options_merge_schema_and_idempotence(spark: Any, fmt: str, tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    _df(spark, [(1, "x")]).write.format(fmt).save(root)
+    wider = spark.createDataFrame([(2, "y", 2.5)], "id long, p string, w double")
+    with pytest.raises(errors.DeltaWriteError):
+        wider.write.format(fmt).mode("append").save(root)
+    wider.write.format(fmt).mode("append").option("mergeSchema", "true").save(root)
+    for _ in range(2):
+        (
+            _df(spark, [(3, "z")])
+            .write.format(fmt)
+            .mode("append")
+            .option("txnAppId", "job")
+            .option("txnVersion", 7)
+            .save(root)
+        )
+    got = canonical(oracle_rows(root))
+    want = canonical(
+        pa.Table.from_pylist(
+            [
+                {"id": 1, "p": "x", "w": None},
+                {"id": 2, "p": "y", "w": 2.5},
+                {"id": 3, "p": "z", "w": None},
+            ]
+        )
+    )
+    assert got == want
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        _df(spark, [(4, "z")]).write.format(fmt).mode("append").option("mergeSchema", "maybe").save(
+            root
+        )
+    assert e.value.error_class == "DELTA_ILLEGAL_OPTION"
+
+
+def test_rules_fail_the_write_with_the_reference_error(
+    spark: Any, fmt: str, tmp_path: Path
+) -> None:
+    root = str(tmp_path / "t")
+    (_df(spark, [(1, "x")]).write.format(fmt).option("delta.constraints.pos", "id > 0").save(root))
+    with pytest.raises(errors.DeltaWriteError) as e:
+        _df(spark, [(-5, "x")]).write.format(fmt).mode("append").save(root)
+    assert e.value.error_class == "DELTA_VIOLATE_CONSTRAINT_WITH_VALUES"
+    assert "id = -5" in str(e.value)
+    with pytest.raises(errors.DeltaWriteError) as e:
+        (
+            _df(spark, [(5, "q")])
+            .write.format(fmt)
+            .mode("overwrite")
+            .option("replaceWhere", "p = 'x'")
+            .save(root)
+        )
+    assert e.value.error_class == "DELTA_REPLACE_WHERE_MISMATCH"
+    assert DeltaLog.for_table(root).update().version == 0
+
+
+def test_other_formats_are_untouched(spark: Any, fmt: str, tmp_path: Path) -> None:
+    out = str(tmp_path / "plain")
+    _df(spark, [(1, "x")]).write.format("parquet").partitionBy("p").mode("overwrite").save(out)
+    assert not (tmp_path / "plain" / "_delta_log").exists()
+    assert spark.read.parquet(out).count() == 1
+
+
+def test_builder_creates_then_writes(spark: Any, fmt: str, tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    table = (
+        DeltaTable.create(spark)
+        .location(root)
+        .addColumn("id", "BIGINT", nullable=False)
+        .addColumn("p", "STRING", comment="the partition")
+        .addColumn("id2", "BIGINT", generatedAlwaysAs="id * 2")
+        .partitionedBy("p")
+        .property("delta.enableChangeDataFeed", "true")
+        .comment("made by a test")
+        .execute()
+    )
+    assert table.toDF().count() == 0
+    detail = table.detail().collect()[0]
+    assert detail["description"] == "made by a test"
+    assert detail["partitionColumns"] == ["p"]
+    assert "changeDataFeed" in detail["tableFeatures"] or detail["minWriterVersion"] == 4
+    _df(spark, [(4, "x")]).write.format(fmt).mode("append").save(root)
+    got = oracle_rows(root).to_pylist()
+    assert got == [{"id": 4, "p": "x", "id2": 8}]
+    with pytest.raises(errors.DeltaWriteError) as e:
+        spark.createDataFrame([(None, "x")], "id long, p string").write.format(fmt).mode(
+            "append"
+        ).save(root)
+    assert e.value.error_class == "DELTA_NOT_NULL_CONSTRAINT_VIOLATED"
+    with pytest.raises(errors.DeltaWriteError) as e:
+        DeltaTable.create(spark).location(root).addColumn("id", "INT").execute()
+    assert e.value.error_class == "DELTA_TABLE_ALREADY_EXISTS"
+    DeltaTable.createOrReplace(spark).location(root).addColumn("k", "STRING").execute()
+    assert DeltaLog.for_table(root).update().schema.names == ["k"]
+    assert oracle_rows(root).num_rows == 0
