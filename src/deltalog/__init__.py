@@ -59,28 +59,21 @@ register_engine("spark", "deltalog.spark.state:SparkState")
 
 
 def register(spark: object) -> str:
-    """Register ``spark.read.format("delta")`` (a Python data source; PySpark 4.0 or newer).
+    """Make ``format("delta")`` deltalog's, for reads and writes, in every session of this
+    process. Returns the format name: ``"delta"``, or ``"deltalog"`` when the session already
+    has delta-spark's JVM source (which then keeps ``"delta"``).
 
-    Returns the format name: ``"delta"``, or ``"deltalog"`` when the session already has
-    delta-spark's JVM source.
-
-    Raises:
-        UnsupportedFeatureError: this PySpark has no Python data sources (3.5); use
-            ``deltalog.tables.DeltaTable.forPath(spark, path).toDF()`` there.
+    Writes (``df.write.format("delta")``, every mode and option) are bridged on every PySpark.
+    Reads go through a Python data source on PySpark 4.0+, and through the same path as
+    ``DeltaTable.forPath(...).toDF()`` on PySpark 3.5, which has no Python data sources.
     """
     import importlib.util
 
-    from deltalog import errors
-
     if importlib.util.find_spec("pyspark.sql.datasource") is None:
-        import pyspark
+        from deltalog.spark.bridge import install
 
-        raise errors.UnsupportedFeatureError(
-            "DELTA_DATA_SOURCE_UNAVAILABLE",
-            f"PySpark {pyspark.__version__} has no Python data sources, so format('delta') "
-            "cannot be registered.",
-            help="use deltalog.tables.DeltaTable.forPath(spark, path).toDF(), or PySpark 4.0+.",
-        )
+        install("delta", reads=True)
+        return "delta"
     from deltalog.spark.source import register as register_source
 
     return register_source(spark)

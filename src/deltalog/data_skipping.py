@@ -137,7 +137,7 @@ class _Context:
             return pc.and_(hit, pc.is_valid(values))
         if scalars[0] is None:
             return self._none  # a comparison with NULL is never true
-        return pc.fill_null(_COMPARE[p.op](values, scalars[0]), False)
+        return pc.fill_null(COMPARE[p.op](values, scalars[0]), False)
 
     def _partition_values(self, field: StructField) -> pa.Array:
         cached = self._partition_cache.get(field.name)
@@ -194,7 +194,7 @@ class _Context:
 
 _UNKNOWN = object()
 
-_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "=": pc.equal,
     "!=": pc.not_equal,
     "<": pc.less,
@@ -211,8 +211,8 @@ def _may_hold(op: str, lo: pa.Array, hi: pa.Array, v: pa.Scalar) -> pa.Array:
     if op == "!=":
         return pc.invert(pc.and_kleene(pc.equal(lo, v), pc.equal(hi, v)))
     if op in ("<", "<="):
-        return _COMPARE[op](lo, v)
-    return _COMPARE[op](hi, v)
+        return COMPARE[op](lo, v)
+    return COMPARE[op](hi, v)
 
 
 def _type_name(field: StructField) -> str:

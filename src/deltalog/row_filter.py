@@ -15,16 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
+from deltalog.data_skipping import COMPARE
 from deltalog.predicate import And, Comparison, In, IsNull, Literal, Not, Opaque, Or, Predicate
-
-_OPS = {
-    "=": pc.equal,
-    "!=": pc.not_equal,
-    "<": pc.less,
-    "<=": pc.less_equal,
-    ">": pc.greater,
-    ">=": pc.greater_equal,
-}
 
 
 def evaluate(predicate: Predicate, rows: pa.Table, *, table: str = "") -> pa.BooleanArray:
@@ -62,7 +54,7 @@ def _eval(p: Predicate, rows: pa.Table, table: str) -> Any:
         column = _column(rows, p.column, table)
         if p.literal.kind == "null":
             return pa.nulls(rows.num_rows, pa.bool_())
-        return _OPS[p.op](column, _scalar(p.literal, column.type))
+        return COMPARE[p.op](column, _scalar(p.literal, column.type))
     if isinstance(p, In):
         column = _column(rows, p.column, table)
         values = [v for v in p.values if v.kind != "null"]

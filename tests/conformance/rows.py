@@ -53,8 +53,10 @@ def _norm(v: Any) -> Any:
     return repr(v)
 
 
-def duckdb_rows(root: str, version: int | None = None) -> pa.Table:
-    """All rows DuckDB's delta extension (delta-kernel-rs) reads: a second, independent reader.
+def duckdb_rows(root: str, version: int | None = None, where: str | None = None) -> pa.Table:
+    """The rows DuckDB's delta extension (delta-kernel-rs) reads (all, or those matching the SQL
+    condition ``where``, which lets DuckDB skip files by their stats): a second, independent
+    reader.
 
     The extension is loaded from its pip package, never downloaded.
     """
@@ -75,8 +77,9 @@ def duckdb_rows(root: str, version: int | None = None) -> pa.Table:
     try:
         con.execute(f"LOAD '{ext}'")
         escaped = root.replace("'", "''")
-        where = "" if version is None else f", version => {int(version)}"
-        result = con.execute(f"SELECT * FROM delta_scan('{escaped}'{where})").arrow()
+        at = "" if version is None else f", version => {int(version)}"
+        condition = "" if where is None else f" WHERE {where}"
+        result = con.execute(f"SELECT * FROM delta_scan('{escaped}'{at}){condition}").arrow()
         return result.read_all() if hasattr(result, "read_all") else result
     finally:
         con.close()

@@ -165,3 +165,29 @@ def test_builder_creates_then_writes(spark: Any, fmt: str, tmp_path: Path) -> No
     DeltaTable.createOrReplace(spark).location(root).addColumn("k", "STRING").execute()
     assert DeltaLog.for_table(root).update().schema.names == ["k"]
     assert oracle_rows(root).num_rows == 0
+
+
+def test_identity_columns(spark: Any, fmt: str, tmp_path: Path) -> None:
+    from deltalog.tables import IdentityGenerator
+
+    root = str(tmp_path / "t")
+    (
+        DeltaTable.create(spark)
+        .location(root)
+        .addColumn("id", "BIGINT", generatedAlwaysAs=IdentityGenerator(start=1, step=2))
+        .addColumn("v", "STRING")
+        .execute()
+    )
+    spark.createDataFrame([("a",), ("b",), ("c",)], "v string").repartition(2).write.format(
+        fmt
+    ).mode("append").save(root)
+    spark.createDataFrame([("d",)], "v string").write.format(fmt).mode("append").save(root)
+    ids = [r["id"] for r in oracle_rows(root).to_pylist()]
+    assert len(set(ids)) == 4 and all(i >= 1 and i % 2 == 1 for i in ids)
+    mark = DeltaLog.for_table(root).update().schema.field("id").metadata
+    assert mark["delta.identity.highWaterMark"] == max(ids)
+    with pytest.raises(errors.DeltaWriteError) as e:
+        spark.createDataFrame([(5, "x")], "id long, v string").write.format(fmt).mode(
+            "append"
+        ).save(root)
+    assert e.value.error_class == "DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED"

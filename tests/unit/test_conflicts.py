@@ -91,7 +91,8 @@ def _pending(
     level: str = SERIALIZABLE,
 ) -> PendingCommit:
     predicates: list[Predicate | None] = [None if w is None else parse_predicate(w) for w in where]
-    reads = ReadSet(predicates, set(files), whole_table, set(app_ids))
+    reads = ReadSet(predicates, [], whole_table, set(app_ids))
+    reads.add_files(pa.array(list(files), pa.string()))
     return PendingCommit(snapshot, reads, level, tuple(actions))
 
 

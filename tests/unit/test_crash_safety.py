@@ -163,6 +163,7 @@ def _schedule(rng: random.Random) -> list[Any]:
 
 
 def _run_and_kill(root: Path, start: int, wait: Any) -> None:
+    """Start a writer at append ``start``, let ``wait`` choose the moment, SIGKILL it."""
     ready = CTX.Event()
     child = CTX.Process(target=_writer, args=(str(root), start, ready))
     child.start()
@@ -179,9 +180,9 @@ def test_sigkill_leaves_last_complete_commit(tmp_path: Path) -> None:
     checkpoints only, deltalog == deltalake == the log's latest version, rows == the union
     of versions 0..latest, and a new append gets exactly the next version."""
     root = tmp_path / "t"
-    assert write_table(str(root), pa.table({"id": pa.array(range(10), pa.int64())}),
-                       configuration={"delta.checkpointInterval": str(CHECKPOINT_INTERVAL)},
-                       user_metadata="0") == 0
+    first = pa.table({"id": pa.array(range(10), pa.int64())})
+    conf = {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL)}
+    assert write_table(str(root), first, configuration=conf, user_metadata="0") == 0
     rng = random.Random(SEED)
     for wait in _schedule(rng):
         latest = _check_table(root)
@@ -192,6 +193,19 @@ def test_sigkill_leaves_last_complete_commit(tmp_path: Path) -> None:
     final = _check_table(root)
     assert final > 10, f"the writer barely ran ({final} versions): kills came too early"
     assert any(f.name.endswith(".checkpoint.parquet") for f in _log(root).iterdir())
+
+
+def test_leftover_temp_file_is_not_a_commit(tmp_path: Path) -> None:
+    """A killed writer's hidden temp file holding a complete next commit is not read as that
+    version by deltalog or deltalake, and the next append takes the version."""
+    root = tmp_path / "t"
+    assert _append(str(root), 0) == 0
+    assert _append(str(root), 1) == 1
+    whole = (_log(root) / f"{1:020d}.json").read_bytes()
+    (_log(root) / f".{2:020d}.json.{'0' * 32}.tmp").write_bytes(whole)
+    assert _check_table(root) == 1
+    assert _append(str(root), 2) == 2
+    assert _check_table(root) == 2
 
 
 def _two_commits(root: Path) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
-import os
 import random
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import pytest
 from deltalog.actions import AddFile
 from deltalog.schema import ArrayType, DecimalType, MapType, PrimitiveType, StructField, StructType
 from deltalog.write import StatsCollector, file_stats, stats_columns
-from tests.conformance.rows import canonical
+from tests.conformance.rows import canonical, duckdb_rows
 from tests.unit.test_write_files import (
     BOOL,
     DATE,
@@ -364,34 +363,13 @@ def deltalake_query(root: Path, where: str) -> pa.Table:
     return pa.table(result.read_all()) if hasattr(result, "read_all") else pa.table(result)
 
 
-def duckdb_query(root: Path, where: str) -> pa.Table:
-    import duckdb
-    import duckdb_extension_delta
-
-    ext = os.path.join(
-        os.path.dirname(duckdb_extension_delta.__file__),
-        "extensions",
-        f"v{duckdb.__version__}",
-        "delta.duckdb_extension",
-    )
-    con = duckdb.connect(
-        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
-    )
-    try:
-        con.execute(f"LOAD '{ext}'")
-        result = con.execute(f"SELECT * FROM delta_scan('{root}') WHERE {where}").arrow()
-        return result.read_all() if hasattr(result, "read_all") else result
-    finally:
-        con.close()
-
-
 @pytest.mark.parametrize(("where", "keep"), FILTERS, ids=[f[0][:30] for f in FILTERS])
 def test_skipping_loses_no_rows(tmp_path: Path, where: str, keep: Any) -> None:
     adds = skipping_table(tmp_path)
     assert len(adds) == 12
     want = canonical(expected_rows([r for r in skip_rows() if keep(r)], SKIP_SCHEMA, ["p"]))
     assert canonical(deltalake_query(tmp_path, where)) == want
-    assert canonical(duckdb_query(tmp_path, where)) == want
+    assert canonical(duckdb_rows(str(tmp_path), where=where)) == want
 
 
 def test_skipping_check_has_teeth(tmp_path: Path) -> None:

@@ -226,3 +226,40 @@ def test_stats_are_true_for_their_files(tmp_path: Path) -> None:
     dt_table = deltalake.DeltaTable(str(root))
     got = deltalake.QueryBuilder().register("t", dt_table).execute("select id from t where id > 8")
     assert pa.table(got.read_all())["id"].to_pylist() == [9]
+
+
+def test_identity_columns_continue_past_the_high_water_mark(tmp_path: Path) -> None:
+    from deltalog.commands.create_table import TableSpec, create_table
+    from deltalog.schema import parse_schema
+
+    root = str(tmp_path / "t")
+    schema = parse_schema(
+        json.dumps(
+            {
+                "type": "struct",
+                "fields": [
+                    {
+                        "name": "id",
+                        "type": "long",
+                        "nullable": False,
+                        "metadata": {
+                            "delta.identity.start": 100,
+                            "delta.identity.step": 10,
+                            "delta.identity.allowExplicitInsert": False,
+                        },
+                    },
+                    {"name": "v", "type": "string", "nullable": True, "metadata": {}},
+                ],
+            }
+        )
+    )
+    assert create_table(root, "create", TableSpec(schema)) == 0
+    write_table(root, pa.table({"v": ["a", "b", "c"]}), mode="append")
+    write_table(root, pa.table({"v": ["d"]}), mode="append")
+    rows = sorted(oracle_rows(root).to_pylist(), key=lambda r: r["v"])
+    assert [r["id"] for r in rows] == [100, 110, 120, 130]
+    field = DeltaLog.for_table(root).update().schema.field("id")
+    assert field.metadata["delta.identity.highWaterMark"] == 130
+    with pytest.raises(errors.DeltaWriteError) as e:
+        write_table(root, pa.table({"id": pa.array([1], pa.int64()), "v": ["x"]}), mode="append")
+    assert e.value.error_class == "DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED"

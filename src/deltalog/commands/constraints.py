@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from deltalog.commands.write_into_delta import WritePlan
 
 GENERATION_KEY = "delta.generationExpression"
-IDENTITY_KEYS = ("delta.identity.start", "delta.identity.step")
 
 
 def check_batch(plan: WritePlan, batch: pa.RecordBatch) -> None:
@@ -29,7 +28,7 @@ def check_batch(plan: WritePlan, batch: pa.RecordBatch) -> None:
     Raises:
         DeltaWriteError: DELTA_NOT_NULL_CONSTRAINT_VIOLATED, DELTA_VIOLATE_CONSTRAINT_WITH_VALUES
             or DELTA_REPLACE_WHERE_MISMATCH.
-        UnsupportedFeatureError: the table has generated or identity columns, or a constraint
+        UnsupportedFeatureError: the table has generated columns, or a constraint
             outside what the Python writer evaluates (write through Spark instead).
     """
     table = plan.layout.table_root
@@ -76,11 +75,11 @@ def _parse(expr: str) -> Predicate:
 
 def _check_computed_columns(schema: StructType, table: str) -> None:
     for f in schema.fields:
-        if GENERATION_KEY in f.metadata or any(k in f.metadata for k in IDENTITY_KEYS):
+        if GENERATION_KEY in f.metadata:
             raise errors.UnsupportedFeatureError(
                 "DELTA_UNSUPPORTED_WRITE_GENERATED_COLUMNS",
-                f"column {f.name} is a generated or identity column, whose values the Python "
-                "writer cannot compute.",
+                f"column {f.name} is a generated column; the Python writer cannot evaluate its "
+                "SQL expression.",
                 table=table,
                 help="write this table through Spark (df.write.format('delta')).",
             )

@@ -165,16 +165,30 @@ def commit_write(
     *,
     removes: Sequence[RemoveFile] = (),
     extra_metrics: Mapping[str, int] | None = None,
+    identity_marks: Mapping[str, int] | None = None,
 ) -> int | None:
     """Commit the files a prepared write produced, with what it replaces.
 
-    ``removes`` are extra removals the caller computed (a ``replaceWhere`` rewrite); the
-    files an overwrite replaces are chosen here. Returns the version, or ``None`` when nothing
-    was committed (skipped, or an append of no rows to an existing table).
+    The files an overwrite replaces are chosen here: all of them, those of the partitions
+    written (dynamic partition overwrite), or those matching ``replaceWhere`` (whole files on
+    partition columns; on data columns the matching rows are rewritten away, copy-on-write);
+    ``removes`` are further removals the caller computed; ``identity_marks`` are the identity
+    columns' new high-water marks, recorded in the schema in the same commit. Returns the
+    version, or ``None`` when nothing was committed (skipped, or an append of no rows to an
+    existing table).
     """
     if plan.skip:
         return None
     txn, options = plan.txn, plan.options
+    if plan.replace_predicate is not None and not _partition_only(plan):
+        from deltalog.commands.rewrite import rewrite_without
+
+        rewritten_removes, rewritten, rewrite_metrics = rewrite_without(plan, txn.log.store)
+        adds = [*rewritten, *adds]
+        removes = [*removes, *rewritten_removes]
+        extra_metrics = {**rewrite_metrics, **(extra_metrics or {})}
+    if identity_marks:
+        _record_high_water_marks(txn, identity_marks)
     adds = [a for a in adds if _num_records(a) != 0 or a.stats is None]
     if not options.data_change:
         adds = [replace(a, data_change=False) for a in adds]
@@ -192,6 +206,15 @@ def commit_write(
     if plan.new_table or txn.new_metadata is not None:
         return txn.commit(actions, operation)
     return txn.commit_if_needed(actions, operation)
+
+
+def _record_high_water_marks(txn: Transaction, marks: Mapping[str, int]) -> None:
+    from deltalog.commands.identity import with_high_water_marks
+
+    metadata = txn.metadata
+    assert metadata is not None and metadata.schema_string is not None
+    schema = with_high_water_marks(parse_schema(metadata.schema_string), marks)
+    txn.update_metadata(replace(metadata, schema_string=schema.to_json()), amend=True)
 
 
 def remove_action(row: Mapping[str, Any], now_ms: int) -> RemoveFile:
@@ -479,12 +502,6 @@ def _no_opaque(p: Predicate) -> bool:
     if isinstance(p, Not):
         return _no_opaque(p.child)
     return True
-
-
-def replace_where_is_partition_only(plan: WritePlan) -> bool:
-    """Whether a ``replaceWhere`` can be done by removing whole files (partition columns only);
-    otherwise the caller rewrites the candidate files without the matching rows."""
-    return _partition_only(plan)
 
 
 def _partition_key(values: Mapping[str, str | None]) -> tuple[tuple[str, str | None], ...]:

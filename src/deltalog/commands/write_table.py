@@ -13,11 +13,11 @@ import pyarrow as pa
 
 from deltalog import errors
 from deltalog.commands.constraints import check_batch
+from deltalog.commands.identity import IdentityColumn, columns_to_generate, identity_columns
 from deltalog.commands.write_into_delta import (
     WriteOptions,
     commit_write,
     prepare_write,
-    replace_where_is_partition_only,
 )
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import schema_from_arrow
@@ -95,17 +95,38 @@ def write_table(
     plan = prepare_write(log, schema_from_arrow(batches.schema), options)
     if plan.skip:
         return None
-    writer = DataFileWriter(log.store, plan.layout)
-    for batch in batches:
-        check_batch(plan, batch)
-        writer.add(batch)
-    adds = writer.finish()
-    if plan.replace_predicate is not None and not replace_where_is_partition_only(plan):
-        from deltalog.commands.rewrite import rewrite_without
+    identity = columns_to_generate(
+        identity_columns(plan.layout.schema), batches.schema.names, log.table_root
+    )
+    next_values = {c.name: c.first_value for c in identity}
+    with DataFileWriter(log.store, plan.layout) as writer:
+        for batch in batches:
+            batch = _fill_identity(batch, identity, next_values)
+            check_batch(plan, batch)
+            writer.add(batch)
+        adds = writer.finish()
+    marks = {
+        c.name: next_values[c.name] - c.step
+        for c in identity
+        if next_values[c.name] != c.first_value
+    }
+    return commit_write(plan, adds, identity_marks=marks)
 
-        removes, rewritten, metrics = rewrite_without(plan, log.store)
-        return commit_write(plan, [*rewritten, *adds], removes=removes, extra_metrics=metrics)
-    return commit_write(plan, adds)
+
+def _fill_identity(
+    batch: pa.RecordBatch, columns: list[IdentityColumn], next_values: dict[str, int]
+) -> pa.RecordBatch:
+    """``batch`` with generated values for the identity columns it lacks."""
+    for c in columns:
+        first, n = next_values[c.name], batch.num_rows
+        values = (
+            pa.array(range(first, first + c.step * n, c.step), pa.int64())
+            if n
+            else pa.array([], pa.int64())
+        )
+        batch = batch.append_column(c.name, values)
+        next_values[c.name] = first + c.step * n
+    return batch
 
 
 def _partition_overwrite_mode(value: str, table: str) -> str:

@@ -67,7 +67,7 @@ def register(spark: Any) -> str:
     ``"delta"``, unless the session already has a JVM Delta source (delta-spark), in which case
     the source is registered as ``"deltalog"`` only, so delta-spark keeps working.
     """
-    from deltalog.spark.writer_bridge import install
+    from deltalog.spark.bridge import install
 
     name = "deltalog" if _jvm_delta_present(spark) else "delta"
     source = DeltaDataSource if name == "delta" else DeltalogDataSource

@@ -14,6 +14,7 @@ PySpark 3.5 and 4.x.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -22,13 +23,13 @@ import pyarrow as pa
 
 from deltalog import errors
 from deltalog.actions import AddFile, action_from_json
-from deltalog.commands.constraints import GENERATION_KEY, IDENTITY_KEYS, constraints
+from deltalog.commands.constraints import GENERATION_KEY, constraints
+from deltalog.commands.identity import IdentityColumn, columns_to_generate, identity_columns
 from deltalog.commands.write_into_delta import (
     WriteOptions,
     WritePlan,
     commit_write,
     prepare_write,
-    replace_where_is_partition_only,
 )
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import StructType, parse_schema
@@ -36,6 +37,7 @@ from deltalog.spark.session import conf_get, to_arrow
 from deltalog.write.file_writer import DataFileWriter, WriteLayout
 
 _ADD_COLUMN = "add"
+_RANGE_COLUMN = "identity_range"
 _CHECK_MARKER = "[deltalog:"
 _TRUE = {"true": True, "false": False}
 
@@ -109,38 +111,74 @@ def write_dataframe(
     plan = prepare_write(log, parse_schema(df.schema.json()), write_options)
     if plan.skip:
         return None
-    checked = _with_rules(df, plan)
-    task = WriteTask(plan.layout)
+    identity = columns_to_generate(identity_columns(plan.layout.schema), df.columns, log.table_root)
+    checked = _with_rules(_with_identity(df, identity), plan)
+    task = WriteTask(plan.layout, tuple(c.name for c in identity))
     try:
-        lines = to_arrow(checked.mapInArrow(task, f"{_ADD_COLUMN} string"))
+        out = to_arrow(checked.mapInArrow(task, f"{_ADD_COLUMN} string, {_RANGE_COLUMN} string"))
     except Exception as e:  # a row broke a rule: surface the reference's error, typed
         raise _rule_error(e, log.table_root) from None
-    adds = [_add(line) for line in lines.column(_ADD_COLUMN).to_pylist()]
-    if plan.replace_predicate is not None and not replace_where_is_partition_only(plan):
-        from deltalog.commands.rewrite import rewrite_without
-
-        removes, rewritten, metrics = rewrite_without(plan, log.store)
-        return commit_write(plan, [*rewritten, *adds], removes=removes, extra_metrics=metrics)
-    return commit_write(plan, adds)
+    adds = [_add(line) for line in out.column(_ADD_COLUMN).to_pylist() if line is not None]
+    marks = _high_water_marks(identity, out.column(_RANGE_COLUMN).to_pylist())
+    return commit_write(plan, adds, identity_marks=marks)
 
 
 class WriteTask:
-    """The function each Spark task runs: write its batches, yield its ``add`` lines."""
+    """The function each Spark task runs: write its batches, yield one row per ``add`` (JSON)
+    and one row with the range of identity values it generated (JSON), if any."""
 
-    def __init__(self, layout: WriteLayout) -> None:
+    def __init__(self, layout: WriteLayout, identity: tuple[str, ...] = ()) -> None:
         self.layout = layout
+        self.identity = identity
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.compute as pc
+
         from deltalog.storage import store_for
 
         store = store_for(self.layout.table_root)
+        ranges: dict[str, list[int]] = {}
         # A failed task deletes the files it wrote (the commit never names them).
         with DataFileWriter(store, self.layout, task_id=_task_id()) as writer:
             for batch in batches:
-                if batch.num_rows:
-                    writer.add(_drop_checks(batch))
-            lines = [a.to_json() for a in writer.finish()]
-        yield pa.RecordBatch.from_arrays([pa.array(lines, pa.string())], [_ADD_COLUMN])
+                if not batch.num_rows:
+                    continue
+                for name in self.identity:
+                    lo, hi = pc.min_max(batch.column(name)).values()
+                    seen = ranges.setdefault(name, [lo.as_py(), hi.as_py()])
+                    seen[0], seen[1] = min(seen[0], lo.as_py()), max(seen[1], hi.as_py())
+                writer.add(_drop_checks(batch))
+            lines: list[str | None] = [a.to_json() for a in writer.finish()]
+        extra: list[str | None] = [None] * len(lines)
+        if ranges:
+            lines.append(None)
+            extra.append(json.dumps(ranges))
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(lines, pa.string()), pa.array(extra, pa.string())],
+            [_ADD_COLUMN, _RANGE_COLUMN],
+        )
+
+
+def _with_identity(df: Any, columns: list[IdentityColumn]) -> Any:
+    """Generated identity values: unique, not consecutive (``monotonically_increasing_id`` is
+    the partition id in the high bits and the row's position in the low ones), continuing past
+    the high-water mark in steps of ``step``."""
+    from pyspark.sql import functions as F
+
+    for c in columns:
+        value = F.lit(c.first_value) + F.lit(c.step) * F.monotonically_increasing_id()
+        df = df.withColumn(c.name, value.cast("long"))
+    return df
+
+
+def _high_water_marks(columns: list[IdentityColumn], ranges: list[str | None]) -> dict[str, int]:
+    lows: dict[str, int] = {}
+    highs: dict[str, int] = {}
+    for text in ranges:
+        for name, (lo, hi) in json.loads(text).items() if text else ():
+            lows[name] = min(lo, lows.get(name, lo))
+            highs[name] = max(hi, highs.get(name, hi))
+    return {c.name: c.mark_after(lows[c.name], highs[c.name]) for c in columns if c.name in lows}
 
 
 def _task_id() -> int:
@@ -170,17 +208,8 @@ def _with_rules(df: Any, plan: WritePlan) -> Any:
     from pyspark.sql import functions as F
 
     schema: StructType = plan.layout.schema
-    table = plan.layout.table_root
     present = {c.lower() for c in df.columns}
     for f in schema.fields:
-        if any(k in f.metadata for k in IDENTITY_KEYS):
-            raise errors.UnsupportedFeatureError(
-                "DELTA_UNSUPPORTED_IDENTITY_WRITE",
-                f"column {f.name} is an identity column; writing identity values is not "
-                "supported yet.",
-                table=table,
-                help="write to a table without identity columns.",
-            )
         if GENERATION_KEY in f.metadata and f.name.lower() not in present:
             df = df.withColumn(f.name, F.expr(str(f.metadata[GENERATION_KEY])))
     checks = []

@@ -36,7 +36,7 @@ from deltalog.actions import (
     SetTransaction,
 )
 from deltalog.features import check_write_supported, protocol_for_table
-from deltalog.log.filenames import LogFileKind, commit_name, parse_log_file, version_prefix
+from deltalog.log.filenames import commit_name
 from deltalog.schema import parse_schema
 from deltalog.table_properties import TableProperties
 from deltalog.txn.conflicts import WinningCommit, check_conflicts, in_commit_timestamp_after
@@ -351,42 +351,31 @@ def _resolve_conflicts(
     txn: Transaction, pending: PendingCommit, attempt: int, own_ict: int | None
 ) -> tuple[PendingCommit, int, int | None]:
     """Check every commit from ``attempt`` to the latest against ``pending``; return the
-    (possibly rebased) pending commit, the next version to try and the ICT floor."""
+    (possibly rebased) pending commit, the next version to try and the ICT floor.
+
+    Winners are read by name, version after version, until one is absent: no directory listing,
+    so a listing that lags behind a write can never make a winner look absent."""
     store = txn.log.store
-    listing = store.list_from(txn.log.log_root, version_prefix(attempt))
-    winners = sorted(
-        (
-            lf
-            for f in listing
-            if (lf := parse_log_file(f)) is not None and lf.kind is LogFileKind.COMMIT
-        ),
-        key=lambda lf: lf.version,
-    )
-    expected = attempt
-    for lf in winners:
-        if lf.version != expected:
+    version = attempt
+    while True:
+        path = f"{txn.log.log_root}/{commit_name(version)}"
+        try:
+            data = store.read(path)
+            mtime = store.stat(path).modification_time
+        except FileNotFoundError:
             break
-        data = store.read(lf.path)
         if not data.strip():
-            raise errors.InvalidTableError(
-                "DELTA_EMPTY_COMMIT_FILE",
-                f"Commit file {lf.path} (version {lf.version}) is empty: a writer crashed or "
-                "its storage lost the content. Committing after it would hide that.",
-                table=txn.table_root,
-                help="check the writer that made it; if that version was never committed, "
-                "delete the empty file and retry.",
-            )
-        winner = WinningCommit.parse(lf.version, data, lf.file.modification_time, txn.table_root)
+            raise _empty_commit(txn.table_root, path, version)
+        winner = WinningCommit.parse(version, data, mtime, txn.table_root)
         pending = check_conflicts(pending, winner)
         if own_ict is not None:
             own_ict = in_commit_timestamp_after(own_ict, winner)
-        expected += 1
-    if expected == attempt:
-        # The file existed a moment ago but cannot be listed (or is not contiguous): read it
-        # directly once more before giving up, so a slow listing cannot make us overwrite.
+        version += 1
+    if version == attempt:
         raise errors.ConcurrentWriteException(
             "DELTA_CONCURRENT_WRITE",
-            f"Version {attempt} was written concurrently but could not be read back.",
+            f"Version {attempt} existed when this commit was attempted but cannot be read now "
+            "(deleted concurrently?).",
             table=txn.table_root,
             version=attempt,
             help="retry the operation.",
@@ -396,10 +385,21 @@ def _resolve_conflicts(
         attempt,
         txn.table_root,
         attempt,
-        expected - 1,
-        expected,
+        version - 1,
+        version,
     )
-    return pending, expected, own_ict
+    return pending, version, own_ict
+
+
+def _empty_commit(table: str, path: str, version: int) -> errors.InvalidTableError:
+    return errors.InvalidTableError(
+        "DELTA_EMPTY_COMMIT_FILE",
+        f"Commit file {path} (version {version}) is empty: a writer crashed or its storage lost "
+        "the content. Committing after it would hide that.",
+        table=table,
+        help="check the writer that made it; if that version was never committed, delete the "
+        "empty file and retry.",
+    )
 
 
 def commit_info_json(info: CommitInfo) -> str:

@@ -37,11 +37,8 @@ from deltalog.actions import (
     Action,
     AddFile,
     CommitInfo,
-    DomainMetadata,
     Metadata,
     Protocol,
-    RemoveFile,
-    SetTransaction,
     action_from_json,
 )
 from deltalog.data_skipping import files_matching
@@ -52,7 +49,12 @@ from deltalog.features import (
 )
 from deltalog.log.filenames import LOG_DIR, commit_name
 from deltalog.schema import parse_schema
-from deltalog.txn.read_set import SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, PendingCommit
+from deltalog.txn.read_set import (
+    SNAPSHOT_ISOLATION,
+    WRITE_SERIALIZABLE,
+    CommitActions,
+    PendingCommit,
+)
 
 # The metadata domain of row tracking's high-water mark: both sides may write it (the reference
 # rebases ours on the winner's).
@@ -93,7 +95,7 @@ _RESOLVABLE_PROPERTIES = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
-class WinningCommit:
+class WinningCommit(CommitActions):
     """A commit another writer made after this transaction's snapshot (reference
     ``WinningCommitSummary``).
 
@@ -155,32 +157,8 @@ class WinningCommit:
         return ict if ict is not None else self.modification_time
 
     @property
-    def metadata(self) -> Metadata | None:
-        return next((a for a in self.actions if isinstance(a, Metadata)), None)
-
-    @property
-    def protocol(self) -> Protocol | None:
-        return next((a for a in self.actions if isinstance(a, Protocol)), None)
-
-    @property
-    def adds(self) -> list[AddFile]:
-        return [a for a in self.actions if isinstance(a, AddFile)]
-
-    @property
-    def removes(self) -> list[RemoveFile]:
-        return [a for a in self.actions if isinstance(a, RemoveFile)]
-
-    @property
-    def set_transactions(self) -> list[SetTransaction]:
-        return [a for a in self.actions if isinstance(a, SetTransaction)]
-
-    @property
     def app_ids(self) -> frozenset[str]:
         return frozenset(t.app_id for t in self.set_transactions)
-
-    @property
-    def domain_metadata(self) -> list[DomainMetadata]:
-        return [a for a in self.actions if isinstance(a, DomainMetadata)]
 
     @property
     def is_blind_append(self) -> bool:
@@ -499,8 +477,8 @@ class _Checker:
         if not removes:
             return
         reads = self.pending.read_set
-        read = {_path_key(p) for p in reads.files}
-        overlap = [r for r in removes if _path_key(r.path) in read]
+        hits = reads.read_any([r.path for r in removes])
+        overlap = [r for r, hit in zip(removes, hits, strict=True) if hit]
         if overlap:
             raise errors.concurrent_delete_read(
                 self.table,

@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from deltalog.actions import (
     Action,
     AddCDCFile,
@@ -16,6 +19,7 @@ from deltalog.actions import (
     RemoveFile,
     SetTransaction,
 )
+from deltalog.log.file_state import canonical_path
 
 if TYPE_CHECKING:
     from deltalog.predicate import Predicate
@@ -34,46 +38,43 @@ class ReadSet:
     Attributes:
         predicates: the filters passed to ``filter_files`` (a parsed predicate; ``None`` stands
             for TRUE, i.e. every file).
-        files: the log paths of the files those reads returned.
+        files: the log paths of the files those reads returned, as Arrow chunks (a read of a
+            million files never becomes a million Python strings).
         whole_table: ``read_whole_table()`` was called (any concurrent add or remove conflicts).
         app_ids: application ids whose ``txn`` version was read (idempotent writes, streaming).
     """
 
     predicates: list[Predicate | None] = field(default_factory=list)
-    files: set[str] = field(default_factory=set)
+    files: list[pa.Array] = field(default_factory=list)
     whole_table: bool = False
     app_ids: set[str] = field(default_factory=set)
+
+    def add_files(self, paths: pa.Array | pa.ChunkedArray) -> None:
+        """Record the log paths of files a read returned."""
+        if isinstance(paths, pa.ChunkedArray):
+            paths = paths.combine_chunks()
+        if len(paths):
+            self.files.append(paths)
+
+    def read_any(self, paths: list[str]) -> list[bool]:
+        """For each log path, whether this transaction read that file (compared as the replay
+        compares paths: ``/x``, ``file:/x`` and ``file:///x`` are one file)."""
+        if not self.files or not paths:
+            return [False] * len(paths)
+        read = canonical_path(pa.concat_arrays(self.files))
+        probe = canonical_path(pa.array(paths, pa.string()))
+        return pc.is_in(probe, value_set=read).to_pylist()
 
     @property
     def is_empty(self) -> bool:
         return not (self.predicates or self.files or self.whole_table)
 
 
-@dataclass(frozen=True, slots=True)
-class PendingCommit:
-    """A transaction as the conflict checker sees it: where it started, what it read, what it
-    will write.
+class CommitActions:
+    """Typed views of a commit's ``actions`` (shared by pending and winning commits)."""
 
-    Attributes:
-        snapshot: the snapshot the transaction read (its schema and partition columns are the
-            ones read predicates are evaluated against).
-        read_set: what it read.
-        isolation_level: one of :data:`ISOLATION_LEVELS`.
-        actions: the actions it commits (no ``commitInfo``).
-    """
-
-    snapshot: Snapshot | None
-    read_set: ReadSet
-    isolation_level: str
+    __slots__ = ()
     actions: tuple[Action, ...]
-
-    @property
-    def table_root(self) -> str:
-        return self.snapshot.table_root if self.snapshot is not None else ""
-
-    @property
-    def read_version(self) -> int:
-        return self.snapshot.version if self.snapshot is not None else -1
 
     @property
     def metadata(self) -> Metadata | None:
@@ -102,6 +103,33 @@ class PendingCommit:
     @property
     def domain_metadata(self) -> list[DomainMetadata]:
         return [a for a in self.actions if isinstance(a, DomainMetadata)]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCommit(CommitActions):
+    """A transaction as the conflict checker sees it: where it started, what it read, what it
+    will write.
+
+    Attributes:
+        snapshot: the snapshot the transaction read (its schema and partition columns are the
+            ones read predicates are evaluated against).
+        read_set: what it read.
+        isolation_level: one of :data:`ISOLATION_LEVELS`.
+        actions: the actions it commits (no ``commitInfo``).
+    """
+
+    snapshot: Snapshot | None
+    read_set: ReadSet
+    isolation_level: str
+    actions: tuple[Action, ...]
+
+    @property
+    def table_root(self) -> str:
+        return self.snapshot.table_root if self.snapshot is not None else ""
+
+    @property
+    def read_version(self) -> int:
+        return self.snapshot.version if self.snapshot is not None else -1
 
     @property
     def is_blind_append(self) -> bool:

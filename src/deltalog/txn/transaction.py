@@ -129,7 +129,7 @@ class Transaction:
                 table_root=snap.table_root,
             )
         self.read_set.predicates.append(parsed)
-        self.read_set.files.update(files.column("path").to_pylist())
+        self.read_set.add_files(files.column("path"))
         return files
 
     def read_whole_table(self) -> None:
@@ -144,14 +144,15 @@ class Transaction:
 
     # -- changes to table state -------------------------------------------------------------
 
-    def update_metadata(self, metadata: Metadata) -> None:
-        """Replace the table's metadata in this commit (at most once; the protocol is raised
-        at commit to what the new metadata needs).
+    def update_metadata(self, metadata: Metadata, *, amend: bool = False) -> None:
+        """Replace the table's metadata in this commit (at most once, unless ``amend`` revises
+        this transaction's own update, e.g. with identity high-water marks learnt while
+        writing; the protocol is raised at commit to what the new metadata needs).
 
         Raises:
             InternalError: metadata was already updated in this transaction.
         """
-        if self._new_metadata is not None:
+        if self._new_metadata is not None and not amend:
             raise errors.InternalError(
                 "DELTA_METADATA_CHANGED_TWICE",
                 "a transaction may update the metadata only once",

@@ -1,12 +1,16 @@
-"""``df.write.format("delta")`` exactly as delta-spark users write it.
+"""``df.write.format("delta")`` (and, on PySpark 3.5, ``spark.read.format("delta")``) exactly
+as delta-spark users write them.
 
 PySpark hands a Python data source only ``append`` and ``overwrite``, and refuses it with
-``partitionBy`` and the default ``errorifexists`` mode, so delta-spark's idioms would fail. Instead,
-:func:`install` wraps the ``DataFrameWriter`` classes (classic and Spark Connect): the builder
-calls (``format``, ``mode``, ``partitionBy``, ``option(s)``) are remembered on the Python side as
-well as passed on, and ``save`` of the registered Delta format runs
-:func:`deltalog.spark.write.write_dataframe`, which implements every mode and option itself.
-Every other format goes to PySpark's own ``save`` unchanged.
+``partitionBy`` and the default ``errorifexists`` mode, so delta-spark's idioms would fail; and
+PySpark 3.5 has no Python data sources at all. Instead, :func:`install` wraps the
+``DataFrameWriter`` classes (classic and Spark Connect): the builder calls (``format``, ``mode``,
+``partitionBy``, ``option(s)``) are remembered on the Python side as well as passed on, and
+``save`` of the registered Delta format runs :func:`deltalog.spark.write.write_dataframe`, which
+implements every mode and option itself. With ``reads=True`` (PySpark 3.5) the
+``DataFrameReader`` is wrapped the same way and ``load`` of the Delta format becomes
+:func:`deltalog.spark.tables.read_table` (or ``read_changes`` for ``readChangeFeed``). Every other
+format goes to PySpark's own methods unchanged.
 
 ``saveAsTable`` with the Delta format is not bridged yet (table names come with the catalog
 work); it raises a typed error saying to use ``save(path)``.
@@ -24,10 +28,12 @@ _STATE = "_deltalog_write_state"
 _FORMATS: set[str] = set()
 
 
-def install(format_name: str) -> None:
-    """Route ``save`` of ``format_name`` (``"delta"`` or ``"deltalog"``) through deltalog.
-    Idempotent; safe to call for classic and Connect sessions alike."""
+def install(format_name: str, *, reads: bool = False) -> None:
+    """Route ``save`` of ``format_name`` (``"delta"`` or ``"deltalog"``) through deltalog, and
+    ``load`` too with ``reads``. Idempotent; safe for classic and Connect sessions alike."""
     _FORMATS.add(format_name.lower())
+    if reads:
+        _install_reader()
     for cls in _writer_classes():
         if getattr(cls, "_deltalog_bridged", False):
             continue
@@ -50,6 +56,58 @@ def _writer_classes() -> list[type]:
     return classes
 
 
+def _install_reader() -> None:
+    from pyspark.sql.readwriter import DataFrameReader
+
+    if getattr(DataFrameReader, "_deltalog_bridged", False):
+        return
+    _wrap_builder(DataFrameReader)
+    setattr(DataFrameReader, "load", _bridged_load(getattr(DataFrameReader, "load")))  # noqa: B009, B010
+    setattr(DataFrameReader, "_deltalog_bridged", True)  # noqa: B010
+
+
+def _bridged_load(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def load(
+        self: Any,
+        path: str | list[str] | None = None,
+        format: str | None = None,
+        schema: Any = None,
+        **options: Any,
+    ) -> Any:
+        state = _state(self)
+        if not _is_delta(state, format):
+            return original(self, path, format, schema, **options)
+        from deltalog.spark.tables import read_changes, read_table
+
+        opts = {k.lower(): str(v) for k, v in {**state["options"], **options}.items()}
+        target = path or opts.pop("path", None)
+        if not isinstance(target, str):
+            raise errors.invalid_argument("load the Delta format with one path: .load(path)")
+        if opts.get("readchangefeed", opts.get("readchangedata", "false")).lower() == "true":
+            return read_changes(
+                self._spark,
+                target,
+                starting_version=_opt_int(opts.get("startingversion")),
+                starting_timestamp=opts.get("startingtimestamp"),
+                ending_version=_opt_int(opts.get("endingversion")),
+                ending_timestamp=opts.get("endingtimestamp"),
+            )
+        version = _opt_int(opts.get("versionasof"))
+        return read_table(self._spark, target, version=version, timestamp=opts.get("timestampasof"))
+
+    return load
+
+
+def _opt_int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.invalid_argument(f"expected an integer, not {value!r}") from None
+
+
 def _state(writer: Any) -> dict[str, Any]:
     state = writer.__dict__.get(_STATE)
     if state is None:
@@ -60,7 +118,9 @@ def _state(writer: Any) -> dict[str, Any]:
 
 def _wrap_builder(cls: type) -> None:
     def record(name: str, update: Callable[[dict[str, Any], tuple, dict], None]) -> None:
-        original = getattr(cls, name)
+        original = getattr(cls, name, None)
+        if original is None:  # readers have no mode or partitionBy
+            return
 
         @functools.wraps(original)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
