@@ -32,12 +32,13 @@ from deltalog.actions import DeletionVectorDescriptor, Metadata, action_from_dic
 from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logical
 from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.log.filenames import LogFileKind, parse_log_file, version_prefix
-from deltalog.log.history import parse_timestamp, version_at_timestamp
-from deltalog.log.history import time_zone as parse_time_zone
+from deltalog.log.history import version_at_timestamp
 from deltalog.log.reader import parse_commit
 from deltalog.paths import resolve
 from deltalog.schema import PrimitiveType, StructField, StructType
 from deltalog.table_properties import TableProperties
+from deltalog.timestamps import parse_timestamp
+from deltalog.timestamps import time_zone as parse_time_zone
 
 if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog

@@ -20,7 +20,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from deltalog.log.history import time_zone as parse_time_zone
 from deltalog.partition_values import typed_partition_column
 from deltalog.predicate import (
     And,
@@ -35,6 +34,8 @@ from deltalog.predicate import (
     push_down_not,
 )
 from deltalog.schema import DecimalType, PrimitiveType, StructField, StructType, to_arrow
+from deltalog.timestamps import parse_datetime
+from deltalog.timestamps import time_zone as parse_time_zone
 
 _INTEGRAL = {"byte", "short", "integer", "long"}
 _FLOATING = {"float", "double"}
@@ -264,7 +265,7 @@ def _as_timestamp(value: Any, utc: bool, zone: dt.tzinfo) -> dt.datetime | None:
         ts = dt.datetime(value.year, value.month, value.day)
     else:
         try:
-            ts = dt.datetime.fromisoformat(str(value).strip().replace(" ", "T"))
+            ts = parse_datetime(str(value))
         except ValueError:
             return None
     if not utc:

@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from deltalog import errors
 from deltalog.schema import DataType, DecimalType, PrimitiveType, StructField, StructType, to_arrow
+from deltalog.timestamps import parse_datetime
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
@@ -59,10 +60,10 @@ def parse_partition_value(raw: str | None, data_type: DataType) -> Any:
     if name == "date":
         return dt.date.fromisoformat(raw[:10])
     if name == "timestamp":
-        value = _parse_datetime(raw)
+        value = parse_datetime(raw)
         return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
     if name == "timestamp_ntz":
-        return _parse_datetime(raw).replace(tzinfo=None)
+        return parse_datetime(raw).replace(tzinfo=None)
     if name == "binary":
         return raw.encode("utf-8")
     raise ValueError(f"unsupported partition column type {name}")
@@ -111,16 +112,3 @@ def typed_partition_values(
             field, raw, column_mapping=column_mapping, table_root=table_root
         )
     return columns
-
-
-def _parse_datetime(raw: str) -> dt.datetime:
-    s = raw.strip().replace(" ", "T", 1)
-    if s.endswith("Z"):
-        s = s[:-1] + "+00:00"
-    # fromisoformat accepts 1-6 fractional digits only in 3.11+ forms; normalize to 6.
-    if "." in s:
-        head, frac = s.split(".", 1)
-        digits = "".join(ch for ch in frac if ch.isdigit())
-        rest = frac[len(digits) :]
-        s = f"{head}.{(digits + '000000')[:6]}{rest}"
-    return dt.datetime.fromisoformat(s)

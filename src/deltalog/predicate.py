@@ -16,12 +16,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from deltalog.timestamps import parse_datetime
+
 # Comparison operators, normalised (``==`` → ``=``, ``<>`` → ``!=``), and their mirror images
 # for a literal written on the left (``5 < x`` is ``x > 5``).
 _NORMAL = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _MIRROR = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _NEGATE = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
-
 
 @dataclass(frozen=True, slots=True)
 class Literal:
@@ -29,7 +30,6 @@ class Literal:
 
     value: Any
     kind: str
-
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
@@ -39,36 +39,30 @@ class Comparison:
     op: str
     literal: Literal
 
-
 @dataclass(frozen=True, slots=True)
 class In:
     column: str
     values: tuple[Literal, ...]
     negated: bool = False
 
-
 @dataclass(frozen=True, slots=True)
 class IsNull:
     column: str
     negated: bool = False
-
 
 @dataclass(frozen=True, slots=True)
 class And:
     left: Predicate
     right: Predicate
 
-
 @dataclass(frozen=True, slots=True)
 class Or:
     left: Predicate
     right: Predicate
 
-
 @dataclass(frozen=True, slots=True)
 class Not:
     child: Predicate
-
 
 @dataclass(frozen=True, slots=True)
 class Opaque:
@@ -76,9 +70,7 @@ class Opaque:
 
     text: str = ""
 
-
 Predicate = Comparison | In | IsNull | And | Or | Not | Opaque
-
 
 def negate(p: Predicate) -> Predicate:
     """``NOT p`` with the negation pushed to the leaves (SQL: a NULL operand matches neither)."""
@@ -96,7 +88,6 @@ def negate(p: Predicate) -> Predicate:
         return push_down_not(p.child)
     return p
 
-
 def push_down_not(p: Predicate) -> Predicate:
     """``p`` without :class:`Not` nodes."""
     if isinstance(p, Not):
@@ -107,7 +98,6 @@ def push_down_not(p: Predicate) -> Predicate:
         return Or(push_down_not(p.left), push_down_not(p.right))
     return p
 
-
 def columns(p: Predicate) -> set[str]:
     """The column names ``p`` refers to."""
     if isinstance(p, (Comparison, In, IsNull)):
@@ -117,7 +107,6 @@ def columns(p: Predicate) -> set[str]:
     if isinstance(p, Not):
         return columns(p.child)
     return set()
-
 
 # -- parsing ----------------------------------------------------------------------------------
 
@@ -136,10 +125,8 @@ _KEYWORDS = {
     *("and", "or", "not", "in", "is", "null", "between", "true", "false", "date", "timestamp")
 }
 
-
 class PredicateSyntaxError(ValueError):
     """The text is outside the subset data skipping understands."""
-
 
 def parse_predicate(text: str) -> Predicate:
     """Parse a SQL filter such as ``"day >= '2024-01-01' AND id IN (1, 2)"``.
@@ -154,7 +141,6 @@ def parse_predicate(text: str) -> Predicate:
         raise PredicateSyntaxError(f"unexpected {rest[1]!r}")
     return p
 
-
 def _tokens(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     pos = 0
@@ -167,7 +153,6 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         out.append((kind, m.group(kind)))
         pos = m.end()
     return out
-
 
 class _Parser:
     def __init__(self, tokens: list[tuple[str, str]]) -> None:
@@ -282,7 +267,6 @@ class _Parser:
             return text
         raise PredicateSyntaxError(f"unexpected {text!r}")
 
-
 def _compare(left: str | Literal, op: str, right: str | Literal) -> Predicate:
     if isinstance(left, str) and isinstance(right, Literal):
         return Comparison(left, op, right)
@@ -290,11 +274,9 @@ def _compare(left: str | Literal, op: str, right: str | Literal) -> Predicate:
         return Comparison(right, _MIRROR[op], left)
     return Opaque(op)
 
-
 def _unquote(text: str) -> str:
     body = text[1:-1].replace("''", "'")
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
-
 
 def _number(text: str) -> Literal:
     lowered = text.lower()
@@ -310,11 +292,10 @@ def _number(text: str) -> Literal:
         return Literal(decimal.Decimal(text), "decimal")
     return Literal(int(text), "int")
 
-
 def _typed_literal(kind: str, text: str) -> Literal:
     try:
         if kind == "date":
             return Literal(dt.date.fromisoformat(text.strip()), "date")
-        return Literal(dt.datetime.fromisoformat(text.strip().replace(" ", "T")), "timestamp")
+        return Literal(parse_datetime(text), "timestamp")
     except ValueError:
         raise PredicateSyntaxError(f"not a {kind}: {text!r}") from None

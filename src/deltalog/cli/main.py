@@ -20,9 +20,9 @@ from deltalog.cli.output import (
     rows_as_actions,
 )
 from deltalog.delta_log import DeltaLog
-from deltalog.log.history import parse_timestamp
 from deltalog.schema import simple_string
 from deltalog.snapshot import Snapshot
+from deltalog.timestamps import parse_timestamp
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,14 +7,21 @@ not after its predecessor's becomes the predecessor's plus one millisecond.
 
 from __future__ import annotations
 
-import datetime as dt
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from deltalog import errors
 from deltalog.actions import CommitInfo
 from deltalog.log.filenames import LogFile
+from deltalog.timestamps import parse_timestamp, time_zone
+
+__all__ = [
+    "CommitRecord",
+    "commit_timestamps",
+    "parse_timestamp",
+    "time_zone",
+    "version_at_timestamp",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,56 +103,3 @@ def version_at_timestamp(
             table, timestamp_ms, timestamps[-1], versions[-1]
         )
     return versions[chosen]
-
-
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-
-def parse_timestamp(text: str, default_tz: dt.tzinfo = dt.UTC) -> int:
-    """Milliseconds since the epoch from an integer (ms), a date or an ISO timestamp.
-
-    Timestamps without a zone are taken in ``default_tz`` (UTC unless a Spark session says
-    otherwise); a bare date means its midnight.
-
-    Raises:
-        InvalidArgumentError: the text is none of these.
-    """
-    s = text.strip()
-    if re.fullmatch(r"-?\d+", s):
-        return int(s)
-    try:
-        if _DATE.match(s):
-            value = dt.datetime.fromisoformat(s + "T00:00:00")
-        else:
-            value = dt.datetime.fromisoformat(s.replace(" ", "T", 1).replace("Z", "+00:00"))
-    except ValueError:
-        raise errors.invalid_argument(
-            f"The provided timestamp {text!r} cannot be parsed; use 'yyyy-MM-dd', "
-            "'yyyy-MM-dd HH:mm:ss[.SSS][+zone]' or milliseconds since the epoch."
-        ) from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=default_tz)
-    return int(value.timestamp() * 1000)
-
-
-def time_zone(name: str) -> dt.tzinfo:
-    """A Spark session time zone by name: a region (``Europe/Lisbon``), ``UTC``, or an offset
-    (``+08:00``, ``GMT-3``).
-
-    Raises:
-        InvalidArgumentError: the name is none of these.
-    """
-    text = name.strip()
-    offset = re.fullmatch(r"(?:UTC|GMT)?([+-])(\d{1,2}):?(\d{2})?", text)
-    if offset:
-        sign = -1 if offset.group(1) == "-" else 1
-        minutes = int(offset.group(2)) * 60 + int(offset.group(3) or 0)
-        return dt.timezone(sign * dt.timedelta(minutes=minutes))
-    if text.upper() in ("UTC", "Z", "GMT"):
-        return dt.UTC
-    import zoneinfo
-
-    try:
-        return zoneinfo.ZoneInfo(text)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise errors.invalid_argument(f"unknown time zone {name!r}") from None

@@ -7,7 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from deltalog.log.history import time_zone
+from deltalog.timestamps import time_zone
 
 # Spark lists every explicit input path in a job of its own above this many paths; the log and
 # the snapshot already know every file, so never let it.

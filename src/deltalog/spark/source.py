@@ -38,7 +38,6 @@ from deltalog.change_data_feed import (
 from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logical
 from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.delta_log import DeltaLog
-from deltalog.log.history import parse_timestamp
 from deltalog.paths import resolve
 from deltalog.schema import (
     StructType,
@@ -46,6 +45,7 @@ from deltalog.schema import (
 )
 from deltalog.spark.schema import to_spark_schema
 from deltalog.storage import store_for
+from deltalog.timestamps import parse_timestamp
 
 READ_OPTIONS = {
     "path",

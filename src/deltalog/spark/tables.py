@@ -11,11 +11,11 @@ from pyspark.sql import types as T
 
 from deltalog import errors
 from deltalog.delta_log import DeltaLog
-from deltalog.log.history import parse_timestamp
 from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
 from deltalog.spark.scan import read_snapshot
 from deltalog.spark.session import session_time_zone
+from deltalog.timestamps import parse_timestamp
 
 HISTORY_SCHEMA = T.StructType(
     [
