@@ -191,3 +191,62 @@ def test_identity_columns(spark: Any, fmt: str, tmp_path: Path) -> None:
             "append"
         ).save(root)
     assert e.value.error_class == "DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED"
+
+
+@pytest.mark.parametrize("writer", ["spark", "python"])
+def test_typed_partitions_and_stats_with_each_writer(
+    spark: Any, fmt: str, tmp_path: Path, writer: str
+) -> None:
+    import datetime as dt
+    import zoneinfo
+
+    ny = zoneinfo.ZoneInfo("America/New_York")
+    root = str(tmp_path / "t")
+    names = ["a b", "x=y", "50%", "a/b", "ünï", None, "q:r", "#{[]}"]
+    rows = [
+        (
+            i,
+            s,
+            dt.date(2024, 1, i + 1),
+            dt.datetime(2024, 1, 1, 12, 0, i, 123456, tzinfo=ny),
+            i * 1.5,
+        )
+        for i, s in enumerate(names)
+    ]
+    schema = "id long, s string, d date, ts timestamp, x double"
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    spark.conf.set("spark.deltalog.writer", writer)
+    try:
+        df = spark.createDataFrame(rows, schema)
+        df.write.format(fmt).partitionBy("s", "d", "ts").save(root)
+        expected = canonical(df.toArrow() if hasattr(df, "toArrow") else oracle_rows(root))
+    finally:
+        spark.conf.unset("spark.deltalog.writer")
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert canonical(oracle_rows(root)) == expected
+    assert canonical(duckdb_rows(root)) == expected
+    for add in DeltaLog.for_table(root).update().all_files_arrow().to_pylist():
+        stats = json.loads(add["stats"])
+        (i,) = [r[0] for r in rows if r[4] == stats["minValues"]["x"]]
+        assert stats == {
+            "numRecords": 1,
+            "minValues": {"id": i, "x": i * 1.5},
+            "maxValues": {"id": i, "x": i * 1.5},
+            "nullCount": {"id": 0, "x": 0},
+        }
+        ts = dict(add["partitionValues"])["ts"]
+        assert ts == f"2024-01-01T17:00:{i:02d}.123456Z"  # noon in New York, in UTC
+
+
+def test_column_mapping_tables(spark: Any, fmt: str, tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    df = spark.createDataFrame(
+        [(1, "x", (1, "n")), (2, None, (2, None))], "id long, p string, st struct<a:int,b:string>"
+    )
+    (df.write.format(fmt).partitionBy("p").option("delta.columnMapping.mode", "name").save(root))
+    df.write.format(fmt).mode("append").save(root)
+    want = [r.asDict(recursive=True) for r in df.collect()] * 2
+    assert canonical(oracle_rows(root)) == canonical(pa.Table.from_pylist(want))
+    snap = DeltaLog.for_table(root).update()
+    assert snap.column_mapping_mode == "name"
+    assert all("col-" in f.physical_name for f in snap.schema.fields)

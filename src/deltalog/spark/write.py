@@ -1,12 +1,18 @@
 """Batch writes from Spark: ``df.write.format("delta")`` spread over the executors.
 
 The driver prepares the write (:func:`deltalog.commands.write_into_delta.prepare_write`: mode,
-schema, idempotence, refusals), then one ``mapInArrow`` stage writes the data: every task feeds
-its Arrow batches to a :class:`~deltalog.write.file_writer.DataFileWriter` and returns the
-``add`` actions of the files it wrote, one JSON line each. The driver collects those lines and
-commits once. Rules every row must pass (NOT NULL, CHECK constraints, the ``replaceWhere``
-condition) are Spark expressions evaluated in the same stage, failing it with the reference's
-error; generated columns the data lacks are computed there too.
+schema, idempotence, refusals), then one Spark job writes the data and the driver commits once:
+
+* Spark's own parquet writer (:mod:`deltalog.spark.parquet_write`), the default: rows never
+  leave the JVM; ``add`` actions are built from the files' paths and footers.
+* Under column mapping, one ``mapInArrow`` stage: every task feeds its Arrow batches to a
+  :class:`~deltalog.write.file_writer.DataFileWriter` (physical names and field ids at any
+  depth) and returns the ``add`` actions of the files it wrote, one JSON line each.
+
+Rules every row must pass (NOT NULL, CHECK constraints, the ``replaceWhere`` condition,
+generated columns given by the data) are Spark expressions evaluated in that same job, failing
+it with the reference's error; generated columns the data lacks are computed there too, and
+identity values generated.
 
 Only DataFrame APIs are used, so this runs on classic sessions and over Spark Connect, on
 PySpark 3.5 and 4.x.
@@ -33,6 +39,7 @@ from deltalog.commands.write_into_delta import (
 )
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import StructType, parse_schema
+from deltalog.spark import parquet_write
 from deltalog.spark.session import conf_get, to_arrow
 from deltalog.write.file_writer import DataFileWriter, WriteLayout
 
@@ -113,14 +120,26 @@ def write_dataframe(
         return None
     identity = columns_to_generate(identity_columns(plan.layout.schema), df.columns, log.table_root)
     checked = _with_rules(_with_identity(df, identity), plan)
-    task = WriteTask(plan.layout, tuple(c.name for c in identity))
     try:
-        out = to_arrow(checked.mapInArrow(task, f"{_ADD_COLUMN} string, {_RANGE_COLUMN} string"))
+        if parquet_write.can_write(spark, plan):
+            adds, ranges = parquet_write.write_files(checked, plan, identity)
+        else:
+            adds, ranges = _write_in_python_tasks(checked, plan, identity)
     except Exception as e:  # a row broke a rule: surface the reference's error, typed
         raise _rule_error(e, log.table_root) from None
-    adds = [_add(line) for line in out.column(_ADD_COLUMN).to_pylist() if line is not None]
-    marks = _high_water_marks(identity, out.column(_RANGE_COLUMN).to_pylist())
+    marks = {c.name: c.mark_after(*ranges[c.name]) for c in identity if c.name in ranges}
     return commit_write(plan, adds, identity_marks=marks)
+
+
+def _write_in_python_tasks(
+    df: Any, plan: WritePlan, identity: list[IdentityColumn]
+) -> tuple[list[AddFile], dict[str, tuple[int, int]]]:
+    """Every task writes its batches with deltalog's Python file writer (column mapping:
+    physical names and field ids at any depth) and returns its ``add`` lines."""
+    task = WriteTask(plan.layout, tuple(c.name for c in identity))
+    out = to_arrow(df.mapInArrow(task, f"{_ADD_COLUMN} string, {_RANGE_COLUMN} string"))
+    adds = [_add(line) for line in out.column(_ADD_COLUMN).to_pylist() if line is not None]
+    return adds, _identity_ranges(out.column(_RANGE_COLUMN).to_pylist())
 
 
 class WriteTask:
@@ -171,14 +190,13 @@ def _with_identity(df: Any, columns: list[IdentityColumn]) -> Any:
     return df
 
 
-def _high_water_marks(columns: list[IdentityColumn], ranges: list[str | None]) -> dict[str, int]:
-    lows: dict[str, int] = {}
-    highs: dict[str, int] = {}
-    for text in ranges:
+def _identity_ranges(texts: list[str | None]) -> dict[str, tuple[int, int]]:
+    ranges: dict[str, tuple[int, int]] = {}
+    for text in texts:
         for name, (lo, hi) in json.loads(text).items() if text else ():
-            lows[name] = min(lo, lows.get(name, lo))
-            highs[name] = max(hi, highs.get(name, hi))
-    return {c.name: c.mark_after(lows[c.name], highs[c.name]) for c in columns if c.name in lows}
+            old = ranges.get(name, (lo, hi))
+            ranges[name] = (min(old[0], lo), max(old[1], hi))
+    return ranges
 
 
 def _task_id() -> int:

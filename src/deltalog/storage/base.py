@@ -64,6 +64,15 @@ class LogStore(Protocol):
         data files, whose names are unique, so no put-if-absent is needed."""
         ...
 
+    def rename(self, source: str, target: str) -> None:
+        """Move a file to ``target`` (parent folders made as needed), never replacing one.
+        Raises ``FileExistsError`` when ``target`` exists."""
+        ...
+
+    def delete_directory(self, directory: str) -> None:
+        """Delete ``directory`` and everything below it; an absent one is not an error."""
+        ...
+
     def delete(self, path: str) -> None:
         """Delete ``path``; deleting an absent file is not an error (idempotent)."""
         ...

@@ -83,6 +83,16 @@ class LocalLogStore:
                 os.unlink(path)
             raise
 
+    def rename(self, source: str, target: str) -> None:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.link(source, target)  # fails with FileExistsError instead of replacing
+        os.unlink(source)
+
+    def delete_directory(self, directory: str) -> None:
+        import shutil
+
+        shutil.rmtree(directory, ignore_errors=True)
+
     def delete(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)

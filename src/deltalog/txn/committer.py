@@ -122,6 +122,7 @@ def prepare(txn: Transaction, actions: list[Action]) -> PendingCommit:
         DeltaWriteError, UnsupportedFeatureError, InvalidArgumentError: see the module docstring.
     """
     table = txn.table_root
+    _check_last_commit_not_empty(txn)
     metadata = _single(txn, actions, Metadata, txn.new_metadata)
     protocol = _single(txn, actions, Protocol, txn.new_protocol)
     assert metadata is None or isinstance(metadata, Metadata)
@@ -155,6 +156,16 @@ def prepare(txn: Transaction, actions: list[Action]) -> PendingCommit:
     final = tuple(head + others)
     isolation = _isolation_level(txn, effective_metadata, final)
     return PendingCommit(txn.snapshot, txn.read_set, isolation, final)
+
+
+def _check_last_commit_not_empty(txn: Transaction) -> None:
+    """A zero-byte commit is what a writer without atomic put-if-absent leaves when it dies
+    mid-write; readers take it as a version with no actions, but committing after it would
+    bury whatever that writer meant to commit. Refuse, and say how to repair."""
+    snapshot = txn.snapshot
+    last = snapshot.segment.last_commit if snapshot is not None else None
+    if last is not None and last.file.size == 0:
+        raise _empty_commit(txn.table_root, last.path, last.version)
 
 
 def _single(

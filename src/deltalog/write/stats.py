@@ -28,6 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from deltalog import errors
 from deltalog.schema import DataType, DecimalType, PrimitiveType, StructField, StructType
@@ -162,16 +163,48 @@ class _Leaf:
     """Running statistics of one column: null count, min and max of non-null, non-NaN values,
     and NaN count (floats)."""
 
-    __slots__ = ("column", "max", "min", "nan_count", "null_count")
+    __slots__ = ("column", "max", "min", "min_max_unknown", "nan_count", "null_count")
 
     def __init__(self, column: StatsColumn) -> None:
         self.column = column
-        self.null_count = 0
+        self.null_count: int | None = 0
+        self.min_max_unknown = False
         self.nan_count = 0
         self.min: Any = None
         self.max: Any = None
 
+    def update_from_chunks(self, chunks: Sequence[Any]) -> None:
+        """Merge parquet column-chunk statistics (``ColumnChunkMetaData``) of one column."""
+        for chunk in chunks:
+            stats = chunk.statistics
+            if stats is None or self.null_count is None:
+                self.null_count = None
+                return
+            self.null_count += stats.null_count
+            if not self.column.has_min_max or stats.num_values == 0:
+                continue
+            if not stats.has_min_max:
+                self.min_max_unknown = True
+                continue
+            t = self.column.data_type
+            low = _footer_value(stats.min, t)
+            high = _footer_value(stats.max, t)
+            if isinstance(high, float) and math.isnan(high):
+                # parquet-mr orders NaN last, as Spark does: a NaN max means the chunk holds a
+                # NaN (the finite max is unknown; ``_bounds`` drops the max), a NaN min means
+                # it holds nothing else.
+                self.nan_count += 1
+                if math.isnan(low):
+                    continue
+                high = low
+            if low is None or high is None:
+                self.min_max_unknown = True
+                continue
+            self.min = low if self.min is None else min(self.min, low)
+            self.max = high if self.max is None else max(self.max, high)
+
     def update(self, values: pa.ChunkedArray | None, num_rows: int) -> None:
+        assert self.null_count is not None
         if values is None:  # absent from the data: all null, as the reference counts it
             self.null_count += num_rows
             return
@@ -195,6 +228,20 @@ class _Leaf:
             low, high = _to_micros(low, scale), _to_micros(high, scale)
         self.min = low if self.min is None else min(self.min, low)
         self.max = high if self.max is None else max(self.max, high)
+
+
+def _footer_value(value: Any, data_type: DataType) -> Any:
+    """A footer min/max (pyarrow's logical value) in the units ``_Leaf`` keeps."""
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        delta = value - _EPOCH
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if isinstance(value, dt.date):
+        return (value - _EPOCH.date()).days
+    if isinstance(value, bytes) and isinstance(data_type, PrimitiveType):
+        return value.decode("utf-8", errors="replace") if data_type.name == "string" else None
+    return value
 
 
 class StatsCollector:
@@ -247,8 +294,9 @@ class StatsCollector:
         nulls: dict[str, Any] = {}
         for leaf in self._leaves:
             key = leaf.column.key
-            _put(nulls, key, leaf.null_count)
-            if leaf.column.has_min_max:
+            if leaf.null_count is not None:
+                _put(nulls, key, leaf.null_count)
+            if leaf.column.has_min_max and not leaf.min_max_unknown:
                 low, high = self._bounds(leaf)
                 _put(mins, key, low)
                 _put(maxes, key, high)
@@ -263,6 +311,28 @@ class StatsCollector:
         if self._tight_bounds:
             stats["tightBounds"] = True
         return _dumps(stats)
+
+    def update_from_footer(self, metadata: pq.FileMetaData) -> None:
+        """Add a whole file from its parquet footer (a file Spark's own writer wrote, columns by
+        logical name): row count, and per leaf the null count and min/max merged over row
+        groups. A leaf the footer cannot describe exactly (inside an array or map, or a row
+        group without statistics) loses that statistic: a missing one never skips a file."""
+        self.num_records += metadata.num_rows
+        paths = {
+            tuple(metadata.schema.column(i).path.split(".")): i
+            for i in range(metadata.num_columns)
+        }
+        for leaf in self._leaves:
+            index = paths.get(leaf.column.path)
+            if index is None:
+                if not any(p[: len(leaf.column.path)] == leaf.column.path for p in paths):
+                    leaf.null_count += metadata.num_rows  # absent from the file: all null
+                else:
+                    leaf.null_count = None  # nested in a list or map: not one parquet column
+                continue
+            leaf.update_from_chunks(
+                [metadata.row_group(g).column(index) for g in range(metadata.num_row_groups)]
+            )
 
     def _bounds(self, leaf: _Leaf) -> tuple[Any, Any]:
         t = leaf.column.data_type
