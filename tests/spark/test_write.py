@@ -250,3 +250,65 @@ def test_column_mapping_tables(spark: Any, fmt: str, tmp_path: Path) -> None:
     snap = DeltaLog.for_table(root).update()
     assert snap.column_mapping_mode == "name"
     assert all("col-" in f.physical_name for f in snap.schema.fields)
+
+
+def test_footer_stats_equal_arrow_stats(spark: Any, fmt: str, tmp_path: Path) -> None:
+    """Spark's writer (stats from parquet footers) and the Python writer (stats from the rows)
+    describe the same rows the same way, but for what a footer cannot say (null counts of
+    arrays, which are not one parquet column)."""
+    import datetime as dt
+    import decimal
+
+    long_text = "z" * 40 + "tail"
+    rows = [
+        (
+            1,
+            "apple",
+            long_text,
+            decimal.Decimal("1.25"),
+            dt.date(2024, 2, 1),
+            dt.datetime(2024, 1, 1, 10, 0, 0, 123456, tzinfo=dt.UTC),
+            float("nan"),
+            True,
+            (5, "in"),
+            [1, 2],
+        ),
+        (
+            2,
+            None,
+            "b",
+            decimal.Decimal("-3.50"),
+            None,
+            dt.datetime(2023, 5, 1, 0, 0, tzinfo=dt.UTC),
+            2.5,
+            None,
+            None,
+            None,
+        ),
+        (3, "cherry", None, None, dt.date(2020, 1, 1), None, -1.0, False, (None, "x"), []),
+    ]
+    schema = (
+        "id long, s string, t string, dec decimal(10,2), d date, ts timestamp, f double, "
+        "b boolean, st struct<i:int,j:string>, arr array<int>"
+    )
+    df = spark.createDataFrame(rows, schema).coalesce(1)
+    stats = {}
+    for writer in ("spark", "python"):
+        root = str(tmp_path / writer)
+        spark.conf.set("spark.deltalog.writer", writer)
+        try:
+            df.write.format(fmt).save(root)
+        finally:
+            spark.conf.unset("spark.deltalog.writer")
+        (add,) = DeltaLog.for_table(root).update().all_files_arrow().to_pylist()
+        stats[writer] = json.loads(add["stats"])
+        assert canonical(oracle_rows(root)) == canonical(oracle_rows(str(tmp_path / "spark")))
+    assert stats["python"]["nullCount"].pop("arr") == 1
+    assert stats["spark"] == stats["python"]
+    got = stats["spark"]
+    assert got["minValues"]["s"] == "apple" and got["maxValues"]["s"] == "cherry"
+    assert got["minValues"]["t"] == "b"
+    assert got["maxValues"]["t"].startswith("z" * 32) and len(got["maxValues"]["t"]) == 33
+    assert got["maxValues"]["ts"] == "2024-01-01T10:00:00.123Z"
+    assert got["minValues"]["f"] == -1.0 and "f" not in got["maxValues"]  # a NaN: no max
+    assert got["nullCount"]["st"] == {"i": 2, "j": 1}
