@@ -18,6 +18,15 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under xdist (``--dist loadgroup``) every test that uses the SparkSession runs in one
+    worker, so the run starts one JVM session; the pure tests fill the other worker."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if "spark" in fixtures or "connect_spark" in fixtures:
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
 @pytest.fixture(autouse=True)
 def _fresh_log_cache() -> Iterator[None]:
     # DeltaLog caches one instance per path; tests that rewrite tables must not see old ones.

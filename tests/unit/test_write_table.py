@@ -263,3 +263,19 @@ def test_identity_columns_continue_past_the_high_water_mark(tmp_path: Path) -> N
     with pytest.raises(errors.DeltaWriteError) as e:
         write_table(root, pa.table({"id": pa.array([1], pa.int64()), "v": ["x"]}), mode="append")
     assert e.value.error_class == "DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED"
+
+
+def test_data_change_false_and_max_records_per_file(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    a = _rows(range(5))
+    assert write_table(str(root), a, max_records_per_file=2) == 0
+    assert DeltaLog.for_table(str(root)).update().num_of_files == 3
+    assert write_table(str(root), a, mode="overwrite", data_change=False) == 1
+    lines = (root / "_delta_log" / f"{1:020d}.json").read_text().splitlines()
+    files = [json.loads(x) for x in lines if '"add"' in x or '"remove"' in x]
+    assert files and all(next(iter(f.values()))["dataChange"] is False for f in files)
+    assert _both(root) == (_expected(a),) * 2
+    wider = a.append_column("extra", pa.array([1] * 5))
+    with pytest.raises(errors.DeltaWriteError) as e:
+        write_table(str(root), wider, mode="append", schema_mode="merge", data_change=False)
+    assert e.value.error_class == "DELTA_DATA_CHANGE_FALSE"

@@ -108,7 +108,7 @@ def _plain(f: StructField) -> StructField:
 def _writer(df: Any, plan: WritePlan) -> Any:
     layout = plan.layout
     writer = (
-        df.write.mode("errorifexists")
+        df.write.mode("error")  # Connect knows "error", not "errorifexists"
         .options(**RAW_LOCAL_FS_OPTIONS)
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .option("compression", layout.compression)
