@@ -38,6 +38,7 @@ from deltalog.features import is_feature_supported
 from deltalog.fields import conform_array
 from deltalog.log.filenames import LAST_CHECKPOINT
 from deltalog.log.last_checkpoint import LastCheckpointInfo, checksum, parse_last_checkpoint
+from deltalog.schema import as_nullable, schema_from_arrow
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -171,9 +172,10 @@ def spark_schema_json(schema: pa.Schema) -> dict[str, Any]:
     ``_last_checkpoint.checkpointSchema``).
 
     Raises:
-        _NoSparkType: a column type outside the Delta log's and stats' types.
+        DeltaWriteError: a column type outside the Delta log's and stats' types.
     """
-    return {"type": "struct", "fields": [_spark_field(f) for f in schema]}
+    result: dict[str, Any] = json.loads(as_nullable(schema_from_arrow(schema)).to_json())
+    return result
 
 
 # -- internals ------------------------------------------------------------------------------
@@ -254,7 +256,7 @@ def _write_last_checkpoint(
     )
     body = info.to_dict()
     # Another writer's file may hold a column type we do not map: the field is optional.
-    with contextlib.suppress(_NoSparkType):
+    with contextlib.suppress(errors.DeltaWriteError):
         body["checkpointSchema"] = spark_schema_json(written.schema)
     digest = checksum(body)
     body["checksum"] = digest
@@ -280,50 +282,3 @@ def _write_last_checkpoint(
         return info
     store.overwrite(path, json.dumps(body, separators=(",", ":")).encode("utf-8"))
     return info
-
-
-def _spark_field(field: pa.Field) -> dict[str, Any]:
-    return {"name": field.name, "type": _spark_type(field.type), "nullable": True, "metadata": {}}
-
-
-def _spark_type(t: pa.DataType) -> Any:
-    if pa.types.is_struct(t):
-        return {"type": "struct", "fields": [_spark_field(t.field(i)) for i in range(t.num_fields)]}
-    if pa.types.is_map(t):
-        return {
-            "type": "map",
-            "keyType": _spark_type(t.key_type),
-            "valueType": _spark_type(t.item_type),
-            "valueContainsNull": True,
-        }
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return {"type": "array", "elementType": _spark_type(t.value_type), "containsNull": True}
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "string"
-    if pa.types.is_int64(t):
-        return "long"
-    if pa.types.is_int32(t):
-        return "integer"
-    if pa.types.is_boolean(t):
-        return "boolean"
-    if pa.types.is_int16(t):
-        return "short"
-    if pa.types.is_int8(t):
-        return "byte"
-    if pa.types.is_float64(t):
-        return "double"
-    if pa.types.is_float32(t):
-        return "float"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return "binary"
-    if pa.types.is_date32(t):
-        return "date"
-    if pa.types.is_timestamp(t):
-        return "timestamp" if t.tz is not None else "timestamp_ntz"
-    if pa.types.is_decimal(t):
-        return f"decimal({t.precision},{t.scale})"
-    raise _NoSparkType(str(t))
-
-
-class _NoSparkType(Exception):
-    """An Arrow type :func:`spark_schema_json` does not map."""
