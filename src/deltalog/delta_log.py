@@ -142,9 +142,12 @@ class DeltaLog:
         With ``staleness_acceptable`` and a snapshot within :attr:`staleness_limit_ms`, the
         current snapshot is returned at once and a refresh runs in the background.
         """
-        if staleness_acceptable and self._snapshot is not None and not self.is_currently_stale():
+        current = self._snapshot
+        if staleness_acceptable and current is not None and not self.is_currently_stale():
+            # Return the snapshot read before the refresh starts: the refresh may replace it
+            # at once.
             self._start_async_update()
-            return self._snapshot
+            return current
         with self._lock:
             return self._update_internal()
 
