@@ -18,9 +18,11 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under xdist (``--dist loadgroup``) every test that uses the SparkSession runs in one
     worker, so the run starts one JVM session; the pure tests fill the other worker."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "spark" in fixtures or "connect_spark" in fixtures:
