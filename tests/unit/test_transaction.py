@@ -148,7 +148,7 @@ def test_append_only_tables_refuse_removes(tmp_path: Path) -> None:
         log.start_transaction().commit([RemoveFile("a.parquet", 5)], "DELETE")
     assert e.value.error_class == "DELTA_CANNOT_MODIFY_APPEND_ONLY"
     # A remove that changes no data (a compaction) is allowed.
-    op = operations.Operation("OPTIMIZE", changes_data=False)
+    op = operations.Operation("OPTIMIZE")
     assert (
         log.start_transaction().commit(
             [RemoveFile("a.parquet", 5, data_change=False), _add("b.parquet")], op
@@ -181,7 +181,7 @@ def test_no_data_change_commits_use_snapshot_isolation(tmp_path: Path) -> None:
             RemoveFile("a.parquet", 5, data_change=False),
             replace(_add("b.parquet"), data_change=False),
         ],
-        operations.Operation("OPTIMIZE", changes_data=False),
+        operations.Operation("OPTIMIZE"),
     )
     info = _lines(tmp_path, 2)[0]["commitInfo"]
     assert info["isolationLevel"] == "SnapshotIsolation"

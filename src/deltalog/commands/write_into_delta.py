@@ -459,7 +459,7 @@ def _replaced_files(plan: WritePlan, adds: Sequence[AddFile]) -> list[RemoveFile
     now = int(time.time() * 1000)
     if _is_dynamic(txn, options):
         written = {_partition_key(a.partition_values) for a in adds}
-        files = txn.filter_files(None) if written else _no_files(txn)
+        files = txn.filter_files(None) if written else _no_files()
         keys = [
             _partition_key(dict(pv or [])) for pv in files.column("partitionValues").to_pylist()
         ]
@@ -508,7 +508,7 @@ def _partition_key(values: Mapping[str, str | None]) -> tuple[tuple[str, str | N
     return tuple(sorted((k.lower(), None if v == "" else v) for k, v in values.items()))
 
 
-def _no_files(txn: Transaction) -> pa.Table:
+def _no_files() -> pa.Table:
     from deltalog.actions import ADD_SCHEMA
 
     return pa.Table.from_batches([], pa.schema(list(ADD_SCHEMA)))

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import Counter
@@ -411,8 +410,3 @@ def _empty_commit(table: str, path: str, version: int) -> errors.InvalidTableErr
         help="check the writer that made it; if that version was never committed, delete the "
         "empty file and retry.",
     )
-
-
-def commit_info_json(info: CommitInfo) -> str:
-    """The winner's commitInfo as the reference appends it to conflict messages."""
-    return json.dumps(info.to_dict(), separators=(",", ":"))

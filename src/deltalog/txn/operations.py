@@ -19,10 +19,6 @@ from deltalog.actions import CommitInfo
 
 ENGINE_INFO = "deltalog/0.1.0"
 
-# Operations that commit through ``commit_if_needed``: with nothing to commit they write no
-# version (the reference's skipRecordingEmptyCommits); DDL and maintenance always commit.
-SKIP_EMPTY = frozenset({"WRITE", "DELETE", "UPDATE", "MERGE", "STREAMING UPDATE"})
-
 WRITE_MODES = {
     "append": "Append",
     "overwrite": "Overwrite",
@@ -40,20 +36,14 @@ class Operation:
         name: the reference's operation name, e.g. ``WRITE`` or ``CREATE OR REPLACE TABLE``.
         parameters: operation parameters; encoded by :func:`encode_parameters`.
         metrics: operation metrics (``numFiles``...), stored as decimal strings.
-        changes_data: whether the operation changes rows (OPTIMIZE does not).
     """
 
     name: str
     parameters: Mapping[str, Any] = field(default_factory=dict)
     metrics: Mapping[str, int] = field(default_factory=dict)
-    changes_data: bool = True
 
     def with_metrics(self, metrics: Mapping[str, int]) -> Operation:
-        return Operation(self.name, self.parameters, dict(metrics), self.changes_data)
-
-    @property
-    def skips_empty_commit(self) -> bool:
-        return self.name in SKIP_EMPTY
+        return Operation(self.name, self.parameters, dict(metrics))
 
 
 def write(
