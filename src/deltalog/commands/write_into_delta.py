@@ -145,7 +145,7 @@ def prepare_write(log: DeltaLog, data_schema: StructType, options: WriteOptions)
     replace_predicate = (
         _parse_replace_where(log.table_root, options) if mode == "overwrite" else None
     )
-    layout = _layout(txn, options) if final is not None else _empty_layout(log.table_root)
+    layout = layout_for(txn, options) if final is not None else _empty_layout(log.table_root)
     operation = operations.write(
         "overwrite"
         if mode == "overwrite"
@@ -157,6 +157,35 @@ def prepare_write(log: DeltaLog, data_schema: StructType, options: WriteOptions)
         can_merge_schema=options.merge_schema,
     )
     return WritePlan(txn, options, layout, skip, replace_predicate, operation, snapshot is None)
+
+
+def dml_plan(txn: Transaction, operation: operations.Operation) -> WritePlan:
+    """A write plan for the rows a DML command writes into ``txn``'s table (appended files,
+    checked against the table's rules; the command commits them itself)."""
+    options = WriteOptions(mode="append")
+    return WritePlan(txn, options, layout_for(txn, options), False, None, operation, False)
+
+
+def evolved_metadata(txn: Transaction, new_columns: StructType) -> Metadata | None:
+    """The metadata after appending ``new_columns`` to the table's schema (schema evolution
+    of a DML command; column mapping ids assigned), or ``None`` when nothing is new."""
+    return _metadata_for_write(txn, new_columns, WriteOptions(mode="append", merge_schema=True))
+
+
+def change_data_layout(layout: WriteLayout) -> WriteLayout:
+    """The layout of change data files: the table's columns plus ``_change_type``, under
+    ``<table>/_change_data`` with the table's partition directories."""
+    from deltalog.schema import PrimitiveType, StructField
+
+    mapped = layout.column_mapping_mode != "none"
+    metadata = {"delta.columnMapping.physicalName": "_change_type"} if mapped else {}
+    change_type = StructField("_change_type", PrimitiveType("string"), True, metadata)
+    return replace(
+        layout,
+        table_root=layout.table_root + "/_change_data",
+        schema=StructType((*layout.schema.fields, change_type)),
+        data_change=False,
+    )
 
 
 def commit_write(
@@ -409,7 +438,9 @@ def _is_dynamic(txn: Transaction, options: WriteOptions) -> bool:
     )
 
 
-def _layout(txn: Transaction, options: WriteOptions) -> WriteLayout:
+def layout_for(txn: Transaction, options: WriteOptions) -> WriteLayout:
+    """How ``txn``'s data files are written: the table's schema, partitioning, column mapping
+    and properties, as the transaction will leave them."""
     from deltalog.features import is_feature_supported
 
     metadata, protocol = txn.metadata, txn.protocol

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from deltalog.errors import (
     DeltaWriteError,
+    InternalError,
     InvalidArgumentError,
     UnsupportedFeatureError,
 )
@@ -268,4 +269,24 @@ def identity_inconsistent_metadata(
         f"{'present' if has_insert else 'absent'}.",
         table=table,
         help="an identity column needs all three metadata keys.",
+    )
+
+
+# -- deletion vectors ----------------------------------------------------------------------------
+
+
+def deletion_vector_size_mismatch(
+    table: str | None, path: str | None, old_cardinality: int, missing: int
+) -> InternalError:
+    """A file's new deletion vector lacks rows its old one deleted (the reference's
+    ``deletionVectorSizeMismatch`` sanity check of ``AddFile.removeRows``): committing it would
+    bring deleted rows back."""
+    where = f" of {path}" if path else ""
+    return InternalError(
+        "DELTA_DELETION_VECTOR_SIZE_MISMATCH",
+        "Deletion vector integrity check failed. Encountered a size mismatch: the new deletion "
+        f"vector{where} lacks {missing} of the {old_cardinality} rows its old one deleted.",
+        table=table,
+        help="this is a bug in the command that built the vector (it must merge the old one "
+        "in); nothing was committed. Please report it.",
     )

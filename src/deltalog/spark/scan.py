@@ -75,15 +75,41 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
         UnsupportedFeatureError: a file path Spark's file source cannot read as given.
     """
     _check_spark_supports(spark, snapshot)
+    files = scan_files(spark, snapshot, where)
+    df = scan_dataframe(spark, snapshot, store, files)
+    return df.where(where) if where else df
+
+
+def file_keys(snapshot: Snapshot, files: pa.Table) -> list[str]:
+    """Each file's ``_metadata.file_path`` as Spark reports it (the join key of row ids)."""
+    return [spark_file_uri(resolve(snapshot.table_root, p)) for p in files["path"].to_pylist()]
+
+
+def scan_dataframe(
+    spark: Any, snapshot: Snapshot, store: LogStore, files: pa.Table, *, row_ids: bool = False
+) -> Any:
+    """The live rows of ``files`` (rows of ``all_files_arrow()``) with the table's logical
+    columns; with ``row_ids``, also :data:`FILE` (the :func:`file_keys` value of each row's
+    file) and :data:`ROW` (its physical row index), which deletion vectors are made of.
+
+    Raises:
+        InvalidTableError: a data file named in the log is missing.
+        UnsupportedFeatureError: a file path Spark's file source cannot read as given.
+    """
     schema = snapshot.schema
     mode = snapshot.column_mapping_mode
     partition_names = {c.lower() for c in snapshot.partition_columns}
     data_fields = [f for f in schema.fields if f.name.lower() not in partition_names]
-    files = scan_files(spark, snapshot, where)
     logical = to_spark_schema(schema)
     if files.num_rows == 0:
         empty = spark.createDataFrame([], logical)
-        return empty.where(where) if where else empty
+        if row_ids:
+            from pyspark.sql import functions as F
+
+            empty = empty.select(
+                "*", F.lit(None).cast("string").alias(FILE), F.lit(None).cast("long").alias(ROW)
+            )
+        return empty
     paths = [resolve(snapshot.table_root, p) for p in files["path"].to_pylist()]
     _check_readable(snapshot.table_root, paths)
     ensure_no_listing_job(spark)
@@ -103,8 +129,8 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
 
         values = _partition_values(snapshot, files, keys, mode)
         df = df.join(F.broadcast(arrow_to_df(spark, values)), on=FILE, how="inner")
-    df = df.select(*logical_columns(df, schema, partition_names, mode))
-    return df.where(where) if where else df
+    extra = [df[FILE], df[ROW]] if row_ids else []
+    return df.select(*logical_columns(df, schema, partition_names, mode), *extra)
 
 
 def logical_columns(df: Any, schema: StructType, partition_names: set[str], mode: str) -> list[Any]:

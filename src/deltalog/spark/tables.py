@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from deltalog import errors
@@ -16,6 +17,9 @@ from deltalog.snapshot import Snapshot
 from deltalog.spark.scan import read_snapshot
 from deltalog.spark.session import session_time_zone
 from deltalog.timestamps import parse_timestamp
+
+if TYPE_CHECKING:
+    from deltalog.spark.merge import DeltaMergeBuilder
 
 HISTORY_SCHEMA = T.StructType(
     [
@@ -126,6 +130,41 @@ class DeltaTable:
 
     def alias(self, aliasName: str) -> DeltaTable:
         return DeltaTable(self._spark, self._log, aliasName)
+
+    # -- DML ---------------------------------------------------------------------------------
+
+    def delete(self, condition: str | Column | None = None) -> None:
+        """Delete the rows for which ``condition`` (SQL text or Column) is true; every row
+        when it is ``None``."""
+        from deltalog.spark.dml import delete
+
+        delete(self._spark, self._log, condition)
+
+    def update(
+        self,
+        condition: str | Column | None = None,
+        set: Mapping[str, str | Column] | None = None,
+    ) -> None:
+        """Set columns (``set``: column name → SQL text or Column) on the rows for which
+        ``condition`` is true (every row when it is ``None``)."""
+        from deltalog.spark.dml import update
+
+        if not set:
+            raise errors.invalid_argument("'set' must be a non-empty dict of column → value")
+        update(self._spark, self._log, condition, set)
+
+    def updateExpr(
+        self, condition: str | None = None, set: Mapping[str, str] | None = None
+    ) -> None:
+        """:meth:`update` with SQL text (the Scala API's name)."""
+        self.update(condition, set)
+
+    def merge(self, source: DataFrame, condition: str | Column) -> DeltaMergeBuilder:
+        """A MERGE of ``source`` into this table on ``condition``; add clauses to the
+        returned builder, then ``execute()``."""
+        from deltalog.spark.merge import DeltaMergeBuilder
+
+        return DeltaMergeBuilder(self, source, condition)
 
     def history(self, limit: int | None = None) -> DataFrame:
         """Commits newest first, with delta-spark's columns."""

@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog import errors
-from deltalog.actions import AddFile, action_from_json
+from deltalog.actions import AddCDCFile, AddFile, action_from_json
 from deltalog.commands.constraints import GENERATION_KEY, constraints
 from deltalog.commands.identity import IdentityColumn, columns_to_generate, identity_columns
 from deltalog.commands.write_into_delta import (
@@ -118,17 +118,48 @@ def write_dataframe(
     plan = prepare_write(log, parse_schema(df.schema.json()), write_options)
     if plan.skip:
         return None
-    identity = columns_to_generate(identity_columns(plan.layout.schema), df.columns, log.table_root)
-    checked = _with_rules(_with_identity(df, identity), plan)
-    try:
-        if parquet_write.can_write(spark, plan):
-            adds, ranges = parquet_write.write_files(checked, plan, identity)
-        else:
-            adds, ranges = _write_in_python_tasks(checked, plan, identity)
-    except Exception as e:  # a row broke a rule: surface the reference's error, typed
-        raise _rule_error(e, log.table_root) from None
-    marks = {c.name: c.mark_after(*ranges[c.name]) for c in identity if c.name in ranges}
+    adds, marks = write_rows(df, plan)
     return commit_write(plan, adds, identity_marks=marks)
+
+
+def write_rows(df: Any, plan: WritePlan) -> tuple[list[AddFile], dict[str, int]]:
+    """Write ``df`` (the table's columns by name) as new data files of ``plan``'s table, every
+    row checked against the table's rules and missing generated and identity values computed,
+    all in one Spark job; returns the ``add`` actions and the identity high-water marks.
+
+    Raises:
+        DeltaWriteError: a row breaks a rule (NOT NULL, CHECK, generated column...).
+    """
+    table = plan.layout.table_root
+    identity = columns_to_generate(identity_columns(plan.layout.schema), df.columns, table)
+    checked = _with_rules(_with_identity(df, identity), plan)
+    adds, ranges = _write_files(checked, plan, identity, table)
+    marks = {c.name: c.mark_after(*ranges[c.name]) for c in identity if c.name in ranges}
+    return adds, marks
+
+
+def write_change_rows(df: Any, plan: WritePlan) -> list[AddCDCFile]:
+    """Write ``df`` (the table's columns plus ``_change_type``) as change data files under
+    ``<table>/_change_data``; returns their ``cdc`` actions."""
+    from dataclasses import replace
+
+    from deltalog.commands.dml import as_change_files
+    from deltalog.commands.write_into_delta import change_data_layout
+
+    cdc_plan = replace(plan, layout=change_data_layout(plan.layout))
+    adds, _ = _write_files(df, cdc_plan, [], plan.layout.table_root)
+    return as_change_files(adds)
+
+
+def _write_files(
+    df: Any, plan: WritePlan, identity: list[IdentityColumn], table: str
+) -> tuple[list[AddFile], dict[str, tuple[int, int]]]:
+    try:
+        if parquet_write.can_write(df.sparkSession, plan):
+            return parquet_write.write_files(df, plan, identity)
+        return _write_in_python_tasks(df, plan, identity)
+    except Exception as e:  # a row broke a rule: surface the reference's error, typed
+        raise _rule_error(e, table) from None
 
 
 def _write_in_python_tasks(

@@ -94,6 +94,49 @@ def create_table(
     return Operation(kind + (" AS SELECT" if as_select else ""), params)
 
 
+def delete(predicates: Sequence[str]) -> Operation:
+    """``DELETE``: ``predicate`` is the JSON list of the condition's SQL (``[]`` for all rows)."""
+    return Operation("DELETE", {"predicate": list(predicates)})
+
+
+def update(predicate: str | None) -> Operation:
+    """``UPDATE``: ``predicate`` is the JSON list of the condition's SQL (``[]`` for all rows)."""
+    return Operation("UPDATE", {"predicate": [predicate] if predicate is not None else []})
+
+
+@dataclass(frozen=True, slots=True)
+class MergePredicate:
+    """One MERGE clause as commitInfo records it: its kind and its condition's SQL."""
+
+    action_type: str
+    predicate: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.predicate is not None:
+            out["predicate"] = self.predicate
+        out["actionType"] = self.action_type
+        return out
+
+
+def merge(
+    predicate: str,
+    matched: Sequence[MergePredicate],
+    not_matched: Sequence[MergePredicate],
+    not_matched_by_source: Sequence[MergePredicate],
+) -> Operation:
+    """``MERGE``: the ON condition and each clause kind's list of clauses (JSON text)."""
+    return Operation(
+        "MERGE",
+        {
+            "predicate": [predicate],
+            "matchedPredicates": [c.to_json() for c in matched],
+            "notMatchedPredicates": [c.to_json() for c in not_matched],
+            "notMatchedBySourcePredicates": [c.to_json() for c in not_matched_by_source],
+        },
+    )
+
+
 def encode_parameters(params: Mapping[str, Any]) -> dict[str, Any]:
     """Parameters as the reference stores them (lists and maps as JSON text)."""
     out: dict[str, Any] = {}

@@ -1,0 +1,334 @@
+"""What DELETE, UPDATE and MERGE share, engine-free (reference ``DeleteCommand``,
+``UpdateCommand``, ``MergeIntoCommand`` and ``DMLWithDeletionVectorsHelper``).
+
+The engines (Spark, or plain Python on Arrow) find the rows a command touches and write the new
+data and change files; what they commit is decided here:
+
+* which files a partition-only condition removes whole, without reading them;
+* the ``remove`` of each rewritten file, or, with deletion vectors, the ``remove``/``add`` pair
+  that marks rows deleted in place (the file's old vector merged into the new one; a file whose
+  every row is deleted is removed instead);
+* the file-level operation metrics with the reference's names.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from deltalog import errors
+from deltalog.actions import (
+    Action,
+    AddCDCFile,
+    AddFile,
+    DeletionVectorDescriptor,
+    RemoveFile,
+)
+from deltalog.change_data_feed import is_cdc_enabled
+from deltalog.commands.write_into_delta import remove_action
+from deltalog.features import is_feature_supported
+from deltalog.predicate import And, Not, Opaque, Or, Predicate, columns
+from deltalog.table_properties import TableProperties
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+    from deltalog.storage.base import LogStore
+
+CHANGE_TYPE = "_change_type"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class DmlSettings:
+    """How a DML command writes on this table.
+
+    Attributes:
+        deletion_vectors: mark rows deleted in place instead of rewriting files
+            (``delta.enableDeletionVectors`` on a protocol that supports them).
+        change_data_feed: write the change data feed (``delta.enableChangeDataFeed``).
+    """
+
+    deletion_vectors: bool
+    change_data_feed: bool
+
+    @classmethod
+    def for_snapshot(cls, snapshot: Snapshot) -> DmlSettings:
+        props = TableProperties(snapshot.metadata.configuration, snapshot.table_root)
+        dv = props.enable_deletion_vectors and is_feature_supported(
+            snapshot.protocol, "deletionVectors"
+        )
+        return cls(deletion_vectors=dv, change_data_feed=is_cdc_enabled(snapshot.metadata))
+
+
+# -- conditions on partition columns -------------------------------------------------------------
+
+
+def is_partition_only(snapshot: Snapshot, predicate: Predicate | None) -> bool:
+    """Whether ``predicate`` names only partition columns (and nothing opaque), so that its
+    value is the same for every row of a file."""
+    if predicate is None or _has_opaque(predicate):
+        return False
+    names = {c.lower() for c in snapshot.partition_columns}
+    used = {c.lower() for c in columns(predicate)}
+    return bool(names) and used <= names
+
+
+def partition_matches(snapshot: Snapshot, files: pa.Table, predicate: Predicate) -> pa.Array:
+    """For each file, whether a partition-only ``predicate`` is TRUE for its rows (NULL and
+    FALSE both keep the rows, as ``DELETE`` keeps rows whose condition is not true)."""
+    from deltalog.partition_values import typed_partition_values
+    from deltalog.row_filter import evaluate, is_true
+
+    raw = [dict(pv or []) for pv in files.column("partitionValues").to_pylist()]
+    typed = typed_partition_values(
+        snapshot.schema,
+        snapshot.partition_columns,
+        raw,
+        column_mapping=snapshot.column_mapping_mode != "none",
+        table_root=snapshot.table_root,
+    )
+    if not typed:
+        return pa.array([False] * files.num_rows)
+    return is_true(evaluate(predicate, pa.table(typed), table=snapshot.table_root))
+
+
+def _has_opaque(p: Predicate) -> bool:
+    if isinstance(p, Opaque):
+        return True
+    if isinstance(p, And | Or):
+        return _has_opaque(p.left) or _has_opaque(p.right)
+    if isinstance(p, Not):
+        return _has_opaque(p.child)
+    return False
+
+
+# -- file actions --------------------------------------------------------------------------------
+
+
+def remove_files(files: pa.Table, now: int | None = None) -> list[RemoveFile]:
+    """The ``remove`` of every file of ``files`` (rows of ``all_files_arrow()``)."""
+    stamp = now if now is not None else now_ms()
+    return [remove_action(row, stamp) for row in files.to_pylist()]
+
+
+def physical_records(row: Mapping[str, Any], store: LogStore, table_root: str) -> int:
+    """The rows physically in a file: ``numRecords`` from its stats, else its parquet footer."""
+    import json
+
+    stats = row.get("stats")
+    if stats:
+        n = json.loads(stats).get("numRecords")
+        if n is not None:
+            return int(n)
+    import pyarrow.parquet as pq
+
+    from deltalog.paths import resolve
+
+    data = store.read(resolve(table_root, row["path"]))
+    return int(pq.read_metadata(pa.BufferReader(data)).num_rows)
+
+
+def live_records(row: Mapping[str, Any]) -> int | None:
+    """``numRecords`` less the rows its deletion vector marks (``None`` without stats)."""
+    import json
+
+    stats = row.get("stats")
+    n = json.loads(stats).get("numRecords") if stats else None
+    if n is None:
+        return None
+    dv = row.get("deletionVector")
+    return int(n) - (int(dv["cardinality"]) if dv else 0)
+
+
+@dataclass(slots=True)
+class DeletionVectorUpdate:
+    """The actions that mark rows of one file deleted, and how its vector changed."""
+
+    remove: RemoveFile
+    add: AddFile | None
+    kind: str  # "added", "updated" or "removed" (the reference's DV metric buckets)
+    deleted_rows: int  # rows newly deleted by this command
+
+
+def mark_deleted(
+    row: Mapping[str, Any],
+    new_rows: np.ndarray,
+    *,
+    store: LogStore,
+    table_root: str,
+    write_vector: Callable[[np.ndarray], DeletionVectorDescriptor],
+    now: int,
+) -> DeletionVectorUpdate:
+    """Mark ``new_rows`` (physical row indexes) of the live file ``row`` deleted.
+
+    The file's current vector is merged in; a file left without live rows is removed, else it
+    is re-added with the merged vector (written by ``write_vector``) and wide-bound stats.
+
+    Raises:
+        InternalError: a row to delete is already deleted (the engine read a deleted row).
+    """
+    import json
+
+    from deltalog.deletion_vectors import read_deletion_vector
+    from deltalog.write.deletion_vectors import stats_with_dv
+
+    new_rows = np.unique(np.asarray(new_rows, dtype=np.uint64))
+    old_dv = row.get("deletionVector")
+    old = (
+        read_deletion_vector(store, table_root, DeletionVectorDescriptor.from_dict(old_dv))
+        if old_dv
+        else np.empty(0, dtype=np.uint64)
+    )
+    if len(np.intersect1d(old, new_rows, assume_unique=True)):
+        raise errors.InternalError(
+            "DELTA_DELETION_VECTOR_SIZE_MISMATCH",
+            f"rows of {row['path']} already deleted by its deletion vector were deleted again",
+            table=table_root,
+        )
+    merged = np.union1d(old, new_rows)
+    remove = remove_action(row, now)
+    total = physical_records(row, store, table_root)
+    if len(merged) >= total:
+        return DeletionVectorUpdate(remove, None, "removed" if old_dv else "none", len(new_rows))
+    descriptor = write_vector(merged)
+    add = AddFile(
+        path=row["path"],
+        partition_values=dict(row.get("partitionValues") or []),
+        size=row["size"],
+        modification_time=row["modificationTime"],
+        data_change=True,
+        stats=stats_with_dv(row.get("stats"), old_cardinality=len(old))
+        or json.dumps({"numRecords": total, "tightBounds": False}),
+        tags=dict(row["tags"]) if row.get("tags") else None,
+        deletion_vector=descriptor,
+        base_row_id=row.get("baseRowId"),
+        default_row_commit_version=row.get("defaultRowCommitVersion"),
+    )
+    return DeletionVectorUpdate(remove, add, "updated" if old_dv else "added", len(new_rows))
+
+
+def group_row_indexes(keys: pa.Array, rows: pa.Array) -> dict[str, np.ndarray]:
+    """(file key, row index) pairs grouped by file key, each as sorted unique ``uint64``."""
+    if len(keys) == 0:
+        return {}
+    table = pa.table({"k": keys, "r": rows.cast(pa.int64())}).sort_by([("k", "ascending")])
+    k = table.column("k").to_numpy(zero_copy_only=False)
+    r = table.column("r").to_numpy()
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    ends = np.r_[starts[1:], len(k)]
+    return {
+        str(k[s]): np.unique(r[s:e].astype(np.uint64)) for s, e in zip(starts, ends, strict=True)
+    }
+
+
+# -- metrics -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class FileChanges:
+    """A DML command's file actions, with the reference's file-level metrics."""
+
+    adds: list[AddFile] = field(default_factory=list)
+    removes: list[RemoveFile] = field(default_factory=list)
+    cdc: list[AddCDCFile] = field(default_factory=list)
+    dv_added: int = 0
+    dv_removed: int = 0
+    dv_updated: int = 0
+
+    def add_vector_update(self, update: DeletionVectorUpdate) -> None:
+        self.removes.append(update.remove)
+        if update.add is not None:
+            self.adds.append(update.add)
+        if update.kind == "added":
+            self.dv_added += 1
+        elif update.kind == "updated":
+            self.dv_updated += 1
+        elif update.kind == "removed":
+            self.dv_removed += 1
+
+    def actions(self) -> list[Action]:
+        return [*self.removes, *self.adds, *self.cdc]
+
+    @property
+    def rewritten_adds(self) -> list[AddFile]:
+        """Adds of new data files (not the re-adds that only carry a new deletion vector)."""
+        return [a for a in self.adds if a.deletion_vector is None]
+
+    def written_rows(self) -> int:
+        return sum(_num_records(a) for a in self.rewritten_adds)
+
+    def metrics(self, *, merge: bool = False) -> dict[str, int]:
+        """numAddedFiles, numRemovedFiles, numAddedBytes, numRemovedBytes, numAddedChangeFiles,
+        changeFileBytes and the deletion-vector counts (MERGE: the ``numTarget...`` names)."""
+        new = self.rewritten_adds
+        # A file re-added with a vector is not a new file; its remove is not a removed file.
+        readded = {a.path for a in self.adds if a.deletion_vector is not None}
+        gone = [r for r in self.removes if r.path not in readded]
+        dv_added = self.dv_added + self.dv_updated
+        dv_removed = self.dv_removed + self.dv_updated
+        if merge:
+            return {
+                "numTargetFilesAdded": len(new),
+                "numTargetFilesRemoved": len(gone),
+                "numTargetBytesAdded": sum(a.size for a in new),
+                "numTargetBytesRemoved": sum(r.size or 0 for r in gone),
+                "numTargetChangeFilesAdded": len(self.cdc),
+                "numTargetChangeFileBytes": sum(c.size for c in self.cdc),
+                "numTargetDeletionVectorsAdded": dv_added,
+                "numTargetDeletionVectorsRemoved": dv_removed,
+                "numTargetDeletionVectorsUpdated": self.dv_updated,
+            }
+        return {
+            "numAddedFiles": len(new),
+            "numRemovedFiles": len(gone),
+            "numAddedBytes": sum(a.size for a in new),
+            "numRemovedBytes": sum(r.size or 0 for r in gone),
+            "numAddedChangeFiles": len(self.cdc),
+            "changeFileBytes": sum(c.size for c in self.cdc),
+            "numDeletionVectorsAdded": dv_added,
+            "numDeletionVectorsRemoved": dv_removed,
+            "numDeletionVectorsUpdated": self.dv_updated,
+        }
+
+
+def _num_records(add: AddFile) -> int:
+    import json
+
+    return int(json.loads(add.stats).get("numRecords", 0)) if add.stats else 0
+
+
+def as_change_files(adds: Iterable[AddFile], prefix: str = "_change_data/") -> list[AddCDCFile]:
+    """``cdc`` actions for change files written under ``<table>/_change_data`` (their adds'
+    paths are relative to that folder)."""
+    return [
+        AddCDCFile(
+            path=prefix + a.path,
+            partition_values=dict(a.partition_values),
+            size=a.size,
+            data_change=False,
+        )
+        for a in adds
+    ]
+
+
+def check_records(table: str, added: int, removed: int, operation: str) -> None:
+    """The reference's guard: rows written equal rows read (DELTA_NUM_RECORDS_MISMATCH)."""
+    if added != removed:
+        raise errors.InternalError(
+            "DELTA_NUM_RECORDS_MISMATCH",
+            f"{operation}: {added} rows written where {removed} were expected; nothing was "
+            "committed.",
+            table=table,
+        )
+
+
+def without_data_change(actions: Sequence[AddFile]) -> list[AddFile]:
+    return [replace(a, data_change=False) for a in actions]

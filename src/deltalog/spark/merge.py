@@ -1,0 +1,647 @@
+"""MERGE INTO spread over Spark (reference ``MergeIntoCommand``, ``DeltaMergeBuilder``).
+
+``DeltaTable.merge(source, condition)`` returns a :class:`DeltaMergeBuilder`; its clauses act,
+per row, in the reference's order: a target row matched by a source row takes the first
+``whenMatched`` clause whose condition holds, an unmatched source row the first
+``whenNotMatched`` clause, an unmatched target row the first ``whenNotMatchedBySource`` clause;
+no clause → the row is left as it is (or not inserted).
+
+Execution:
+
+* **insert-only** (only NOT MATCHED clauses): the source rows without a match (a left anti
+  join against the target) are appended; nothing is rewritten.
+* **general**: one job joins the target (files pruned by the ON condition's target-only
+  conjuncts) with the source and collects, for every target row some clause may act on, its
+  file, row index and clause: these give the touched files, the multiple-match check and the
+  row counts. A second job joins the touched files with the source and writes the result:
+  copy-on-write rewrites the touched files (updated, inserted and unchanged rows); with
+  deletion vectors only updated and inserted rows are written and the changed rows are marked
+  deleted in place. With the change data feed on, the change rows are written too.
+
+The source is persisted while the command runs, since it is read more than once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog import errors
+from deltalog.commands.dml import (
+    CHANGE_TYPE,
+    DmlSettings,
+    FileChanges,
+    live_records,
+    physical_records,
+    remove_files,
+)
+from deltalog.commands.write_into_delta import dml_plan, evolved_metadata
+from deltalog.predicate import And, Comparison, In, IsNull, Predicate, parse_predicate
+from deltalog.schema import StructType, parse_schema
+from deltalog.snapshot import Snapshot
+from deltalog.spark.dml import (
+    GENERATION_KEY,
+    IDENTITY_START,
+    Touched,
+    _elapsed_ms,
+    condition_column,
+    condition_sql,
+    is_true,
+    mark_rows_deleted,
+    start,
+)
+from deltalog.spark.scan import FILE, ROW, file_keys, scan_dataframe
+from deltalog.spark.session import conf_get, to_arrow
+from deltalog.spark.write import write_change_rows, write_rows
+from deltalog.txn import operations
+from deltalog.txn.operations import MergePredicate
+
+SOURCE_PRESENT, TARGET_PRESENT, ACTION = (
+    "__deltalog_source",
+    "__deltalog_target",
+    "__deltalog_action",
+)
+COPY = -1  # a matched pair no clause acts on (kept for the multiple-match check)
+AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
+MATCHED, NOT_MATCHED, BY_SOURCE = "matched", "notMatched", "notMatchedBySource"
+
+
+@dataclass(frozen=True, slots=True)
+class MergeClause:
+    """One WHEN clause.
+
+    Attributes:
+        kind: ``matched``, ``notMatched`` or ``notMatchedBySource``.
+        action: ``update``, ``delete`` or ``insert``.
+        condition: SQL text or Column, ``None`` for always.
+        assignments: target column → SQL text or Column; ``None`` for ``*`` (all columns).
+    """
+
+    kind: str
+    action: str
+    condition: Any = None
+    assignments: Mapping[str, Any] | None = None
+
+    def describe(self) -> MergePredicate:
+        text = None if self.condition is None else condition_sql(self.condition)
+        return MergePredicate(self.action, text)
+
+
+@dataclass(frozen=True)
+class DeltaMergeBuilder:
+    """delta-spark's ``DeltaMergeBuilder``: add clauses, then :meth:`execute`. Each method
+    returns a new builder."""
+
+    _table: Any  # deltalog.spark.tables.DeltaTable
+    _source: Any
+    _condition: Any
+    _clauses: tuple[MergeClause, ...] = ()
+    _evolve: bool = False
+
+    def _with(self, clause: MergeClause) -> DeltaMergeBuilder:
+        return replace(self, _clauses=(*self._clauses, clause))
+
+    def whenMatchedUpdate(
+        self, condition: Any = None, set: Mapping[str, Any] | None = None
+    ) -> DeltaMergeBuilder:
+        return self._with(MergeClause(MATCHED, "update", condition, _required(set, "set")))
+
+    def whenMatchedUpdateAll(self, condition: Any = None) -> DeltaMergeBuilder:
+        return self._with(MergeClause(MATCHED, "update", condition, None))
+
+    def whenMatchedDelete(self, condition: Any = None) -> DeltaMergeBuilder:
+        return self._with(MergeClause(MATCHED, "delete", condition, {}))
+
+    def whenNotMatchedInsert(
+        self, condition: Any = None, values: Mapping[str, Any] | None = None
+    ) -> DeltaMergeBuilder:
+        return self._with(
+            MergeClause(NOT_MATCHED, "insert", condition, _required(values, "values"))
+        )
+
+    def whenNotMatchedInsertAll(self, condition: Any = None) -> DeltaMergeBuilder:
+        return self._with(MergeClause(NOT_MATCHED, "insert", condition, None))
+
+    def whenNotMatchedBySourceUpdate(
+        self, condition: Any = None, set: Mapping[str, Any] | None = None
+    ) -> DeltaMergeBuilder:
+        return self._with(MergeClause(BY_SOURCE, "update", condition, _required(set, "set")))
+
+    def whenNotMatchedBySourceDelete(self, condition: Any = None) -> DeltaMergeBuilder:
+        return self._with(MergeClause(BY_SOURCE, "delete", condition, {}))
+
+    def withSchemaEvolution(self) -> DeltaMergeBuilder:
+        return replace(self, _evolve=True)
+
+    def execute(self) -> Any:
+        """Run the merge and commit it; returns delta-spark's one-row metrics DataFrame
+        (``num_affected_rows``, ``num_updated_rows``, ``num_deleted_rows``,
+        ``num_inserted_rows``).
+
+        Raises:
+            InvalidArgumentError: no clause, a non-last clause without condition, a column
+                that cannot be resolved.
+            DeltaWriteError: several source rows matched one target row (nothing changed);
+                a written row breaks a rule.
+            DeltaConcurrentModificationException: a concurrent commit conflicts.
+        """
+        spark = self._table._spark
+        counts = MergeCommand(self, spark).run()
+        schema = (
+            "num_affected_rows long, num_updated_rows long, num_deleted_rows long, "
+            "num_inserted_rows long"
+        )
+        updated, deleted, inserted = counts
+        return spark.createDataFrame(
+            [(updated + deleted + inserted, updated, deleted, inserted)], schema
+        )
+
+
+def _required(value: Mapping[str, Any] | None, name: str) -> Mapping[str, Any]:
+    if not value:
+        raise errors.invalid_argument(f"'{name}' must be a non-empty dict of column → expression")
+    return dict(value)
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Counts:
+    matched_updated: int = 0
+    matched_deleted: int = 0
+    by_source_updated: int = 0
+    by_source_deleted: int = 0
+    inserted: int = 0
+    copied: int = 0
+
+    @property
+    def updated(self) -> int:
+        return self.matched_updated + self.by_source_updated
+
+    @property
+    def deleted(self) -> int:
+        return self.matched_deleted + self.by_source_deleted
+
+
+@dataclass
+class MergeCommand:
+    builder: DeltaMergeBuilder
+    spark: Any
+    counts: _Counts = field(default_factory=_Counts)
+
+    def run(self) -> tuple[int, int, int]:
+        began = time.monotonic()
+        table = self.builder._table
+        log = table._log
+        self.txn = start(log)
+        snapshot = self.txn.snapshot
+        assert snapshot is not None
+        self.snapshot: Snapshot = snapshot
+        self.root = snapshot.table_root
+        self.clauses = self.builder._clauses
+        _check_clauses(self.clauses, self.root)
+        self.settings = DmlSettings.for_snapshot(snapshot)
+        self.alias = table._alias
+        self.evolve = self.builder._evolve or conf_get(self.spark, AUTO_MERGE, "false") == "true"
+        self.target_schema = self._final_schema(self.evolve)
+        self._check_assignment_keys()
+        self.operation = operations.merge(
+            condition_sql(self.builder._condition),
+            [c.describe() for c in self.clauses if c.kind == MATCHED],
+            [c.describe() for c in self.clauses if c.kind == NOT_MATCHED],
+            [c.describe() for c in self.clauses if c.kind == BY_SOURCE],
+        )
+        t0 = time.monotonic()
+        source = self.builder._source.persist()
+        try:
+            num_source = source.count()
+            materialize_ms = _elapsed_ms(t0)
+            self.source = source.withColumn(SOURCE_PRESENT, _lit(True))
+            self.on = condition_column(self.builder._condition)
+            changes, scan_ms, rewrite_ms = self._execute()
+        finally:
+            source.unpersist()
+        c = self.counts
+        metrics = changes.metrics(merge=True)
+        metrics.update(
+            numSourceRows=num_source,
+            numTargetRowsInserted=c.inserted,
+            numTargetRowsUpdated=c.updated,
+            numTargetRowsMatchedUpdated=c.matched_updated,
+            numTargetRowsNotMatchedBySourceUpdated=c.by_source_updated,
+            numTargetRowsDeleted=c.deleted,
+            numTargetRowsMatchedDeleted=c.matched_deleted,
+            numTargetRowsNotMatchedBySourceDeleted=c.by_source_deleted,
+            numTargetRowsCopied=c.copied,
+            numOutputRows=c.inserted + c.updated + c.copied,
+            executionTimeMs=_elapsed_ms(began),
+            materializeSourceTimeMs=materialize_ms,
+            scanTimeMs=scan_ms,
+            rewriteTimeMs=rewrite_ms,
+        )
+        self.txn.commit_if_needed(changes.actions(), self.operation.with_metrics(metrics))
+        return c.updated, c.deleted, c.inserted
+
+    # -- schema ------------------------------------------------------------------------------
+
+    def _final_schema(self, evolve: bool) -> StructType:
+        """The target schema after the merge: with schema evolution, source columns reached
+        by ``*`` or assigned explicitly are appended (written into the metadata)."""
+        schema = self.snapshot.schema
+        if not evolve:
+            return schema
+        source_schema = parse_schema(self.builder._source.schema.json())
+        known = {n.lower() for n in schema.names}
+        wanted: set[str] = set()
+        for clause in self.clauses:
+            if clause.action == "delete":
+                continue
+            if clause.assignments is None:
+                wanted |= {n.lower() for n in source_schema.names}
+            else:
+                wanted |= {k.strip("`").rsplit(".", 1)[-1].lower() for k in clause.assignments}
+        new = [f for f in source_schema.fields if f.name.lower() in wanted - known]
+        if not new:
+            return schema
+        metadata = evolved_metadata(self.txn, StructType(tuple(new)))
+        if metadata is None:
+            return schema
+        self.txn.update_metadata(metadata)
+        assert metadata.schema_string is not None
+        return parse_schema(metadata.schema_string)
+
+    # -- the plan ----------------------------------------------------------------------------
+
+    def _execute(self) -> tuple[FileChanges, int, int]:
+        files = self.txn.filter_files(self._target_predicate())
+        self.plan = dml_plan(self.txn, self.operation)
+        self._check_identity()
+        changes = FileChanges()
+        kinds = {c.kind for c in self.clauses}
+        t0 = time.monotonic()
+        if kinds == {NOT_MATCHED}:
+            self._insert_only(files, changes, anti_join=True)
+            return changes, 0, _elapsed_ms(t0)
+        touched, rows = self._find_touched(files)
+        scan_ms = _elapsed_ms(t0)
+        t0 = time.monotonic()
+        if not touched.files.num_rows:
+            if NOT_MATCHED in kinds:  # no source row matched: every one is unmatched
+                self._insert_only(files, changes, anti_join=False)
+            return changes, scan_ms, _elapsed_ms(t0)
+        self._rewrite(touched, rows, changes)
+        return changes, scan_ms, _elapsed_ms(t0)
+
+    def _target_predicate(self) -> Predicate | None:
+        """The ON condition's conjuncts on target columns alone (``alias.col op literal``),
+        for partition pruning, data skipping and the conflict checker's read set."""
+        condition, alias = self.builder._condition, self.alias
+        if not isinstance(condition, str) or not alias:
+            return None
+        try:
+            parsed = parse_predicate(condition)
+        except ValueError:
+            return None
+        prefix = alias.lower() + "."
+        kept = [
+            _unqualified(p, len(prefix))
+            for p in _conjuncts(parsed)
+            if isinstance(p, Comparison | In | IsNull) and p.column.lower().startswith(prefix)
+        ]
+        result: Predicate | None = None
+        for p in kept:
+            result = p if result is None else And(result, p)
+        return result
+
+    def _check_identity(self) -> None:
+        for f in self.target_schema.fields:
+            if IDENTITY_START in f.metadata and any(c.action == "insert" for c in self.clauses):
+                raise errors.UnsupportedFeatureError(
+                    "DELTA_UNSUPPORTED_MERGE_INTO_IDENTITY",
+                    f"MERGE with an INSERT clause into a table with the identity column "
+                    f"{f.name} is not supported by deltalog yet.",
+                    table=self.root,
+                    help="insert the new rows with an append (identity values are generated "
+                    "there) and merge the rest.",
+                )
+
+    def _target(self, files: pa.Table) -> Any:
+        df = scan_dataframe(self.spark, self.snapshot, self.txn.log.store, files, row_ids=True)
+        df = df.alias(self.alias) if self.alias else df
+        return df.withColumn(TARGET_PRESENT, _lit(True))
+
+    def _action(self, df: Any, kinds: set[str]) -> Any:
+        """The index of the clause acting on each joined row (NULL: none)."""
+        from pyspark.sql import functions as F
+
+        matched = df[TARGET_PRESENT].isNotNull() & df[SOURCE_PRESENT].isNotNull()
+        where = {
+            MATCHED: matched,
+            NOT_MATCHED: df[TARGET_PRESENT].isNull(),
+            BY_SOURCE: df[SOURCE_PRESENT].isNull(),
+        }
+        expr = None
+        for i, clause in enumerate(self.clauses):
+            if clause.kind not in kinds:
+                continue
+            test = where[clause.kind]
+            if clause.condition is not None:
+                test = test & is_true(condition_column(clause.condition))
+            expr = F.when(test, F.lit(i)) if expr is None else expr.when(test, F.lit(i))
+        return expr if expr is not None else F.lit(None).cast("int")
+
+    # -- phase 1: which target rows are acted on -------------------------------------------
+
+    def _find_touched(self, files: pa.Table) -> tuple[Touched, pa.Table]:
+        """One job: the (file, row, clause) of every target row some clause acts on, and of
+        every matched pair the multiple-match check counts."""
+        from pyspark.sql import functions as F
+
+        by_source = any(c.kind == BY_SOURCE for c in self.clauses)
+        target = self._target(files)
+        joined = target.join(self.source, self.on, "left" if by_source else "inner")
+        action = self._action(joined, {MATCHED, BY_SOURCE})
+        matched = joined[SOURCE_PRESENT].isNotNull()
+        only_matched = all(c.kind == MATCHED for c in self.clauses)
+        # Which matched pairs count for the multiple-match check (and touch their file).
+        relevant = matched & action.isNotNull() if only_matched else matched
+        rows = to_arrow(
+            joined.where(relevant | action.isNotNull()).select(
+                joined[FILE], joined[ROW], F.coalesce(action, F.lit(COPY)).alias(ACTION)
+            )
+        )
+        self._check_multiple_matches(rows)
+        rows = _first_per_row(rows)
+        keys = file_keys(self.snapshot, files)
+        hit = set(rows.column(FILE).to_pylist())
+        mask = pa.array([k in hit for k in keys], pa.bool_())
+        touched = Touched(files.filter(mask), [k for k in keys if k in hit], 0, None)
+        self._count_target_actions(rows)
+        return touched, rows
+
+    def _check_multiple_matches(self, rows: pa.Table) -> None:
+        single_delete = (
+            len(self.clauses) == 1
+            and self.clauses[0].kind == MATCHED
+            and self.clauses[0].action == "delete"
+            and self.clauses[0].condition is None
+        )
+        if single_delete or rows.num_rows == 0:
+            return
+        matched_ids = [i for i, c in enumerate(self.clauses) if c.kind == MATCHED] + [COPY]
+        pairs = rows.filter(pc.is_in(rows.column(ACTION), pa.array(matched_ids, pa.int32())))
+        grouped = pairs.group_by([FILE, ROW]).aggregate([([], "count_all")])
+        if grouped.num_rows and pc.max(grouped.column("count_all")).as_py() > 1:
+            raise errors.multiple_source_rows_matched(self.root)
+
+    def _count_target_actions(self, rows: pa.Table) -> None:
+        acts = rows.column(ACTION).to_numpy(zero_copy_only=False)
+        c = self.counts
+        for i, clause in enumerate(self.clauses):
+            n = int(np.count_nonzero(acts == i))
+            if clause.kind == MATCHED and clause.action == "update":
+                c.matched_updated += n
+            elif clause.kind == MATCHED and clause.action == "delete":
+                c.matched_deleted += n
+            elif clause.kind == BY_SOURCE and clause.action == "update":
+                c.by_source_updated += n
+            elif clause.kind == BY_SOURCE and clause.action == "delete":
+                c.by_source_deleted += n
+
+    # -- phase 2: write ----------------------------------------------------------------------
+
+    def _rewrite(self, touched: Touched, rows: pa.Table, changes: FileChanges) -> None:
+        from pyspark.sql import functions as F
+
+        inserts = any(c.kind == NOT_MATCHED for c in self.clauses)
+        target = self._target(touched.files)
+        joined = target.join(self.source, self.on, "full" if inserts else "left")
+        joined = joined.withColumn(ACTION, self._action(joined, {MATCHED, NOT_MATCHED, BY_SOURCE}))
+        act = F.col(ACTION)
+        writes = self._ids("update", "insert")
+        values = self._values(joined, target)
+        dv = self.settings.deletion_vectors
+        keep = (
+            act.isin(writes)
+            if dv
+            else act.isin(writes) | (act.isNull() & joined[TARGET_PRESENT].isNotNull())
+        )
+        adds, _ = write_rows(joined.where(keep).select(*values), self.plan)
+        changes.adds.extend(adds)
+        if dv:
+            acted = rows.filter(
+                pc.is_in(rows.column(ACTION), pa.array(self._ids("update", "delete"), pa.int32()))
+            )
+            from deltalog.commands.dml import group_row_indexes
+
+            by_file = group_row_indexes(acted.column(FILE), acted.column(ROW))
+            keys = [k for k in touched.keys if k in by_file]
+            mask = pa.array([k in by_file for k in touched.keys], pa.bool_())
+            mark_rows_deleted(
+                self.txn, Touched(touched.files.filter(mask), keys, 0, by_file), changes
+            )
+        else:
+            changes.removes = remove_files(touched.files)
+        if self.settings.change_data_feed:
+            changes.cdc = write_change_rows(self._change_rows(joined, target, values), self.plan)
+        written = changes.written_rows()
+        c = self.counts
+        if dv:
+            c.inserted = written - c.updated
+        else:
+            live = self._live_rows(touched.files)
+            c.copied = live - c.updated - c.deleted
+            c.inserted = written - c.updated - c.copied
+
+    def _insert_only(self, files: pa.Table, changes: FileChanges, *, anti_join: bool) -> None:
+        """Append the source rows an insert clause takes (without a match in the target)."""
+        from pyspark.sql import functions as F
+
+        source = self.source
+        if anti_join:
+            source = source.join(self._target(files), self.on, "left_anti")
+        df = source.withColumn(TARGET_PRESENT, F.lit(None).cast("boolean"))
+        df = df.withColumn(ACTION, self._action(df, {NOT_MATCHED}))
+        values = self._values(df, None)
+        adds, _ = write_rows(df.where(F.col(ACTION).isNotNull()).select(*values), self.plan)
+        changes.adds.extend(adds)
+        self.counts.inserted = changes.written_rows()
+
+    def _ids(self, *actions: str) -> list[int]:
+        return [i for i, c in enumerate(self.clauses) if c.action in actions]
+
+    def _values(self, joined: Any, target: Any | None) -> list[Any]:
+        """The final value of each target column: the acting clause's assignment, else the
+        target's value (NULL for an inserted row or a column new to the table)."""
+        from pyspark.sql import functions as F
+
+        from deltalog.spark.schema import to_spark_schema
+
+        act = F.col(ACTION)
+        out = []
+        old_names = {n.lower() for n in self.snapshot.schema.names}
+        assigned_anywhere = self._assigned_columns()
+        for f, sf in zip(
+            self.target_schema.fields, to_spark_schema(self.target_schema).fields, strict=True
+        ):
+            if GENERATION_KEY in f.metadata and f.name.lower() not in assigned_anywhere:
+                continue  # computed by the writer from the final values
+            old = (
+                target[f"`{f.name}`"]
+                if target is not None and f.name.lower() in old_names
+                else F.lit(None)
+            ).cast(sf.dataType)
+            value = None
+            for i, clause in enumerate(self.clauses):
+                if clause.action == "delete":
+                    continue
+                expr = self._assignment(clause, f.name, old)
+                if expr is None:
+                    continue
+                expr = expr.cast(sf.dataType)
+                value = F.when(act == i, expr) if value is None else value.when(act == i, expr)
+            out.append((old if value is None else value.otherwise(old)).alias(f.name))
+        return out
+
+    def _assigned_columns(self) -> set[str]:
+        names: set[str] = set()
+        for clause in self.clauses:
+            if clause.assignments is None:
+                names |= {n.lower() for n in self.builder._source.columns}
+            else:
+                names |= {k.strip("`").rsplit(".", 1)[-1].lower() for k in clause.assignments}
+        return names
+
+    def _assignment(self, clause: MergeClause, column: str, old: Any) -> Any | None:
+        """The clause's expression for ``column``; ``None`` keeps the target's value (UPDATE)
+        or leaves it NULL (INSERT).
+
+        Raises:
+            InvalidArgumentError: ``*`` without schema evolution and no source column of that
+                name; an assignment to a column the table does not have.
+        """
+        from pyspark.sql import functions as F
+
+        if clause.assignments is None:
+            source_column = _find(self.builder._source.columns, column)
+            if source_column is not None:
+                return self.builder._source[f"`{source_column}`"]
+            if not self.evolve:
+                raise errors.merge_unresolved(
+                    f"`{column}`",
+                    f"{clause.kind} {clause.action} *",
+                    self.builder._source.columns,
+                    self.root,
+                )
+            return None if clause.action == "update" else F.lit(None)
+        for key, value in clause.assignments.items():
+            if key.strip("`").rsplit(".", 1)[-1].lower() == column.lower():
+                return condition_column(value)
+        return None
+
+    def _check_assignment_keys(self) -> None:
+        """Every assigned column is a column of the (evolved) target; none is an identity
+        column (UPDATE) ."""
+        names = {f.name.lower(): f for f in self.target_schema.fields}
+        for clause in self.clauses:
+            for key in clause.assignments or {}:
+                field = names.get(key.strip("`").rsplit(".", 1)[-1].lower())
+                if field is None:
+                    raise errors.unresolved_column(
+                        key, f"MERGE {clause.action}", self.target_schema.names, self.root
+                    )
+                if clause.action == "update" and IDENTITY_START in field.metadata:
+                    raise errors.identity_update(field.name, self.root)
+
+    def _change_rows(self, joined: Any, target: Any, values: list[Any]) -> Any:
+        """``update_preimage``/``update_postimage``, ``delete`` and ``insert`` rows."""
+        from pyspark.sql import functions as F
+
+        from deltalog.spark.schema import to_spark_schema
+
+        act = F.col(ACTION)
+        names = [f.name for f in self.target_schema.fields]
+        old_names = {n.lower() for n in self.snapshot.schema.names}
+        old = [
+            (target[f"`{f.name}`"] if f.name.lower() in old_names else F.lit(None))
+            .cast(sf.dataType)
+            .alias(f.name)
+            for f, sf in zip(
+                self.target_schema.fields, to_spark_schema(self.target_schema).fields, strict=True
+            )
+        ]
+        new = joined.select(*values, act)
+        for f in self.target_schema.fields:
+            if GENERATION_KEY in f.metadata and f.name not in new.columns:
+                new = new.withColumn(f.name, F.expr(str(f.metadata[GENERATION_KEY])))
+        new = new.select(*[F.col(f"`{n}`") for n in names], act)
+        updates, deletes, inserts = self._ids("update"), self._ids("delete"), self._ids("insert")
+        pre_or_delete = joined.where(act.isin(updates + deletes)).select(
+            *old,
+            F.when(act.isin(updates), F.lit("update_preimage"))
+            .otherwise(F.lit("delete"))
+            .alias(CHANGE_TYPE),
+        )
+        post_or_insert = new.where(act.isin(updates + inserts)).select(
+            *[F.col(f"`{n}`") for n in names],
+            F.when(act.isin(updates), F.lit("update_postimage"))
+            .otherwise(F.lit("insert"))
+            .alias(CHANGE_TYPE),
+        )
+        return pre_or_delete.unionByName(post_or_insert)
+
+    def _live_rows(self, files: pa.Table) -> int:
+        total = 0
+        for row in files.to_pylist():
+            n = live_records(row)
+            if n is None:
+                n = physical_records(row, self.txn.log.store, self.root)
+            total += n
+        return total
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _lit(value: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.lit(value)
+
+
+def _find(names: list[str], name: str) -> str | None:
+    return next((n for n in names if n.lower() == name.lower()), None)
+
+
+def _check_clauses(clauses: tuple[MergeClause, ...], table: str) -> None:
+    if not clauses:
+        raise errors.merge_missing_when(table)
+    for kind in (MATCHED, NOT_MATCHED, BY_SOURCE):
+        of_kind = [c for c in clauses if c.kind == kind]
+        if any(c.condition is None for c in of_kind[:-1]):
+            raise errors.non_last_clause_omits_condition(kind, table)
+
+
+def _conjuncts(p: Predicate) -> list[Predicate]:
+    if isinstance(p, And):
+        return _conjuncts(p.left) + _conjuncts(p.right)
+    return [p]
+
+
+def _unqualified(p: Comparison | In | IsNull, prefix: int) -> Predicate:
+    return replace(p, column=p.column[prefix:])
+
+
+def _first_per_row(rows: pa.Table) -> pa.Table:
+    """One row per target row (a delete-only merge may match a target row several times)."""
+    if rows.num_rows == 0:
+        return rows
+    grouped = rows.group_by([FILE, ROW]).aggregate([(ACTION, "min")])
+    return pa.table({FILE: grouped[FILE], ROW: grouped[ROW], ACTION: grouped[f"{ACTION}_min"]})

@@ -1,0 +1,198 @@
+"""DELETE, UPDATE and MERGE: the reference's rules beyond rows (conflicts, errors, deletion
+vectors that rewrite nothing, schema evolution, metadata-only deletes, table rules)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import deltalog
+from deltalog import DeltaLog, errors, write_table
+from deltalog.spark.dml import delete_actions, start
+from deltalog.tables import DeltaTable
+from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
+
+
+@pytest.fixture
+def delta(spark: Any) -> str:
+    return deltalog.register(spark)
+
+
+def _write(
+    spark: Any, path: Path, rows: list[tuple], *, by: str | None = None, **props: str
+) -> str:
+    df = spark.createDataFrame(rows, "id long, p string, v long")
+    writer = df.coalesce(1).write.format("delta").options(**props)
+    (writer.partitionBy(by) if by else writer).save(str(path))
+    return str(path)
+
+
+def _rows(spark: Any, path: str) -> list[tuple]:
+    return sorted(tuple(r) for r in DeltaTable.forPath(spark, path).toDF().collect())
+
+
+def _parquet_files(path: str) -> set[str]:
+    return {
+        os.path.relpath(os.path.join(d, f), path)
+        for d, _, fs in os.walk(path)
+        for f in fs
+        if f.endswith(".parquet") and "_change_data" not in d
+    }
+
+
+def test_delete_conflicts_only_with_appends_into_what_it_read(
+    spark: Any, delta: str, tmp_path: Path
+) -> None:
+    path = _write(spark, tmp_path / "t", [(i, "ab"[i % 2], i) for i in range(10)], by="p")
+    log = DeltaLog.for_table(path)
+    txn = start(log)
+    actions, operation = delete_actions(spark, txn, "p = 'a' AND v > 3")
+    write_table(path, pa.table({"id": [100], "p": ["b"], "v": [100]}), mode="append")
+    txn.commit(actions, operation)  # the append went to a partition the delete did not read
+
+    txn = start(log)
+    actions, operation = delete_actions(spark, txn, "p = 'a' AND v > 3")
+    write_table(path, pa.table({"id": [101], "p": ["a"], "v": [101]}), mode="append")
+    with pytest.raises(errors.ConcurrentAppendException):
+        txn.commit(actions, operation)
+
+    txn = start(log)
+    actions, operation = delete_actions(spark, txn, "v = 2")
+    DeltaTable.forPath(spark, path).delete("v = 2")
+    with pytest.raises(errors.ConcurrentDeleteReadException):
+        txn.commit(actions, operation)
+    expected = [(i, "ab"[i % 2], i) for i in range(10) if not (i % 2 == 0 and i > 3) and i != 2]
+    assert _rows(spark, path) == sorted([*expected, (100, "b", 100), (101, "a", 101)])
+
+
+def test_merge_with_two_source_rows_for_one_target_row_changes_nothing(
+    spark: Any, delta: str, tmp_path: Path
+) -> None:
+    path = _write(spark, tmp_path / "t", [(1, "a", 1), (2, "a", 2)])
+    version = DeltaLog.for_table(path).update().version
+    source = spark.createDataFrame([(1, "a", 10), (1, "a", 11)], "id long, p string, v long")
+    table = DeltaTable.forPath(spark, path).alias("t")
+    with pytest.raises(errors.DeltaWriteError) as e:
+        table.merge(source.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
+    assert e.value.error_class == "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
+    assert DeltaLog.for_table(path).update().version == version
+    # An unconditional delete is the one clause allowed to match a row twice.
+    table.merge(source.alias("s"), "t.id = s.id").whenMatchedDelete().execute()
+    assert _rows(spark, path) == [(2, "a", 2)]
+
+
+def test_merge_clause_rules(spark: Any, delta: str, tmp_path: Path) -> None:
+    path = _write(spark, tmp_path / "t", [(1, "a", 1)])
+    table = DeltaTable.forPath(spark, path).alias("t")
+    source = spark.createDataFrame([(1, 5)], "id long, v long").alias("s")
+    merge = table.merge(source, "t.id = s.id")
+    with pytest.raises(errors.InvalidArgumentError, match="DELTA_MERGE_MISSING_WHEN"):
+        merge.execute()
+    with pytest.raises(errors.InvalidArgumentError, match="NON_LAST_MATCHED"):
+        merge.whenMatchedDelete().whenMatchedUpdateAll("s.v > 1").execute()
+    with pytest.raises(errors.InvalidArgumentError, match="DELTA_MERGE_UNRESOLVED_EXPRESSION"):
+        merge.whenMatchedUpdateAll().execute()  # the source has no column p
+    with pytest.raises(errors.InvalidArgumentError, match="UNRESOLVED_COLUMN"):
+        merge.whenMatchedUpdate(set={"nope": "s.v"}).execute()
+    result = merge.whenMatchedUpdate(set={"v": "s.v"}).execute().collect()[0].asDict()
+    assert result == {
+        "num_affected_rows": 1,
+        "num_updated_rows": 1,
+        "num_deleted_rows": 0,
+        "num_inserted_rows": 0,
+    }
+    assert _rows(spark, path) == [(1, "a", 5)]
+
+
+def test_merge_with_schema_evolution_adds_source_columns(
+    spark: Any, delta: str, tmp_path: Path
+) -> None:
+    path = _write(spark, tmp_path / "t", [(1, "a", 1), (2, "b", 2)])
+    source = spark.createDataFrame(
+        [(2, "b", 20, "x"), (3, "c", 30, "y")], "id long, p string, v long, extra string"
+    )
+    table = DeltaTable.forPath(spark, path).alias("t")
+    table.merge(
+        source.alias("s"), "t.id = s.id"
+    ).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    assert _rows(spark, path) == [(1, "a", 1), (2, "b", 20), (3, "c", 30)]  # no evolution
+    (
+        table.merge(source.alias("s"), "t.id = s.id")
+        .withSchemaEvolution()
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    assert _rows(spark, path) == [(1, "a", 1, None), (2, "b", 20, "x"), (3, "c", 30, "y")]
+    assert canonical(oracle_rows(path)) == canonical(
+        pa.table(
+            {"id": [1, 2, 3], "p": ["a", "b", "c"], "v": [1, 20, 30], "extra": [None, "x", "y"]}
+        )
+    )
+
+
+def test_deletion_vector_dml_rewrites_no_data_file(spark: Any, delta: str, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    rows = [(i, "ab"[i % 2], i * 10) for i in range(40)]
+    path = _write(spark, tmp_path / "t", rows, **{"delta.enableDeletionVectors": "true"})
+    before = _parquet_files(path)
+    table = DeltaTable.forPath(spark, path)
+    table.delete(F.col("v") < 50)  # a Column condition
+    table.delete("id % 7 = 3")
+    assert _parquet_files(path) == before
+    expected = [r for r in rows if r[2] >= 50 and r[0] % 7 != 3]
+    assert _rows(spark, path) == expected
+    arrow = pa.table(
+        {
+            "id": [r[0] for r in expected],
+            "p": [r[1] for r in expected],
+            "v": [r[2] for r in expected],
+        }
+    )
+    assert canonical(duckdb_rows(path)) == canonical(arrow)
+    assert canonical(oracle_rows(path)) == canonical(arrow)
+    snapshot = DeltaLog.for_table(path).update()
+    assert snapshot.commit_info is not None
+    metrics = snapshot.commit_info.operation_metrics or {}
+    assert metrics["numDeletedRows"] == "5" and metrics["numDeletionVectorsAdded"] == "1"
+    assert metrics["numAddedFiles"] == "0" and metrics["numRemovedFiles"] == "0"
+
+
+def test_delete_of_whole_partitions_reads_no_file(spark: Any, delta: str, tmp_path: Path) -> None:
+    path = _write(spark, tmp_path / "t", [(i, "abc"[i % 3], i) for i in range(9)], by="p")
+    for f in _parquet_files(path):
+        if f.startswith("p=a/"):
+            os.remove(os.path.join(path, f))  # never read: the delete removes it from the log
+    DeltaTable.forPath(spark, path).delete("p = 'a'")
+    assert _rows(spark, path) == [(i, "abc"[i % 3], i) for i in range(9) if i % 3]
+    info = DeltaLog.for_table(path).update().commit_info
+    assert info is not None and (info.operation_metrics or {})["numDeletedRows"] == "3"
+
+
+def test_update_keeps_table_rules(spark: Any, delta: str, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    path = str(tmp_path / "t")
+    (
+        DeltaTable.create(spark)
+        .location(path)
+        .addColumn("id", "long")
+        .addColumn("v", "long")
+        .addColumn("w", "long", generatedAlwaysAs="v * 2")
+        .property("delta.constraints.positive", "v > 0")
+        .execute()
+    )
+    spark.createDataFrame([(1, 1), (2, 2)], "id long, v long").write.format("delta").mode(
+        "append"
+    ).save(path)
+    table = DeltaTable.forPath(spark, path)
+    table.update(F.col("id") == 2, {"v": F.lit(5)})
+    assert _rows(spark, path) == [(1, 1, 2), (2, 5, 10)]  # the generated column follows
+    with pytest.raises(errors.DeltaWriteError, match="DELTA_VIOLATE_CONSTRAINT_WITH_VALUES"):
+        table.update("id = 1", {"v": "-1"})
+    assert _rows(spark, path) == [(1, 1, 2), (2, 5, 10)]
