@@ -4,7 +4,8 @@ one table, one by deltalog (on Spark) and one by ``deltalake``.
 After every step the rows agree three ways (deltalog reading its copy, deltalake reading its
 own, deltalake reading deltalog's), the command's metrics equal the counts deltalake reports,
 and at the end both change feeds hold the same change rows per step and DuckDB reads the same
-rows from deltalog's copy. Expected rows come from deltalake, never from deltalog.
+rows from deltalog's copy. Expected rows come from deltalake, never from deltalog. The Spark
+Connect and local-cluster tiers run a history too (``test_read_tiers``).
 """
 
 from __future__ import annotations
@@ -278,7 +279,3 @@ def test_random_history_matches_deltalake(
     spark: Any, tmp_path: Path, seed: int, partitioned: bool, cdf: bool, dv: bool
 ) -> None:
     run_history(spark, tmp_path, seed=seed, steps=7, partitioned=partitioned, cdf=cdf, dv=dv)
-
-
-def test_random_history_over_spark_connect(connect_spark: Any, tmp_path: Path) -> None:
-    run_history(connect_spark, tmp_path, seed=21, steps=4, partitioned=True, cdf=True, dv=True)

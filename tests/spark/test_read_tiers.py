@@ -1,5 +1,5 @@
-"""The read and write entry points over Spark Connect and on local-cluster (separate executor
-JVMs: files are written by executors, committed by the driver).
+"""The read, write and DML entry points over Spark Connect and on local-cluster (separate
+executor JVMs: files are written by executors, committed by the driver).
 
 Each tier runs in a subprocess with its own session, so it never shares a JVM with the suite's
 classic session. Rows are compared with the classic toDF() read of the same tables.
@@ -75,6 +75,11 @@ try:
     out["exists_error"] = None
 except Exception as e:
     out["exists_error"] = getattr(e, "error_class", repr(e))
+# DELETE, UPDATE and MERGE (deletion vectors, change data) against deltalake, step by step.
+from pathlib import Path
+from tests.spark.test_dml_oracle import run_history
+run_history(spark, Path(OUT + "-dml"), seed=21, steps=4, partitioned=True, cdf=True, dv=True)
+out["dml"] = "agrees with deltalake"
 print("RESULT" + json.dumps(out))
 spark.stop()
 """
@@ -103,6 +108,7 @@ def test_reads_and_writes_match_classic(spark: Any, mode: str, tmp_path: Path) -
     assert changes
     assert result["changes"] == {"jvm": changes, "format": changes}
     assert result["exists_error"] == "DELTA_PATH_EXISTS"
+    assert result["dml"] == "agrees with deltalake"
     assert sorted(oracle_rows(written).to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "p": "x"},
         {"id": 3, "p": "x"},

@@ -1,7 +1,12 @@
 """``deltalog``: describe a table, list its files, show its history and its changes.
 
-Every command takes ``--version V`` or ``--timestamp TS`` to time travel (not ``history``), and
-``--json`` for machine output. Errors print one line and exit non-zero (1 for Delta errors).
+Every command but ``history`` and ``changes`` takes ``--version V`` or ``--timestamp TS`` to
+time travel, and all take ``--json`` for machine output. Exit codes: 0 done, 1 a Delta error
+(one line on stderr, a JSON object with ``--json``), 2 a usage error.
+
+Only what a command needs is imported: the parser and ``--version`` load no table code beyond
+the package itself, Spark is imported for ``--engine spark`` only, and pandas never (see
+:func:`run`).
 """
 
 from __future__ import annotations
@@ -11,58 +16,56 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+import deltalog
 from deltalog import errors
-from deltalog.cli.output import (
-    format_ms,
-    print_json,
-    print_mapping,
-    print_table,
-    rows_as_actions,
-)
-from deltalog.delta_log import DeltaLog
-from deltalog.schema import simple_string
-from deltalog.snapshot import Snapshot
-from deltalog.timestamps import parse_timestamp
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the process exit code."""
-    args = _parser().parse_args(argv)
+    """Parse ``argv`` (``sys.argv[1:]`` by default), run the command; returns the exit code.
+
+    Raises:
+        SystemExit: usage errors (code 2), ``--help`` and ``--version`` (code 0).
+    """
+    args = parser().parse_args(argv)
     try:
-        return int(args.run(args) or 0)
+        from deltalog.cli import commands
+
+        return int(getattr(commands, args.command)(args) or 0)
     except errors.DeltaError as e:
-        if getattr(args, "json", False):
-            print_json({"error": {"class": e.error_class, "message": str(e)}}, sys.stderr)
-        else:
-            print(f"deltalog: error: {e}", file=sys.stderr)
+        _print_error(e, as_json=getattr(args, "json", False))
         return 1
     except BrokenPipeError:  # e.g. `deltalog files T | head`
         return 0
 
 
-def _parser() -> argparse.ArgumentParser:
+def run() -> None:
+    """The ``deltalog`` console script: :func:`main` on the command line, without pandas.
+
+    pyarrow imports pandas (~0.4 s) the first time it builds an array from Python objects,
+    only to check whether they are pandas objects; the CLI never hands it any. So pandas is
+    made unavailable to this process (an import finder refuses it), except when an argument
+    mentions Spark (``--engine spark``), whose Arrow functions use pandas.
+    """
+    if not any("spark" in arg for arg in sys.argv[1:]) and "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _WithoutPandas())
+    sys.exit(main())
+
+
+class _WithoutPandas:
+    """An import finder that makes pandas unavailable (its import raises ImportError)."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError("the deltalog command runs without pandas", name=name)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of every command (building it imports no table code)."""
     p = argparse.ArgumentParser(prog="deltalog", description="Inspect Delta Lake tables.")
+    p.add_argument("--version", action=_PrintVersion, help="show the versions and exit")
     sub = p.add_subparsers(required=True, metavar="COMMAND")
-
-    def command(name: str, help: str, run: Any, travel: bool = True) -> argparse.ArgumentParser:
-        c = sub.add_parser(name, help=help, description=help)
-        c.add_argument("table", metavar="TABLE", help="path of the Delta table")
-        if travel:
-            g = c.add_mutually_exclusive_group()
-            g.add_argument("--version", type=int, help="read this table version")
-            g.add_argument(
-                "--timestamp",
-                help="read the version current at this time "
-                "(yyyy-MM-dd, ISO timestamp, or epoch ms; naive times are UTC)",
-            )
-        c.add_argument("--json", action="store_true", help="print JSON")
-        c.set_defaults(run=run)
-        return c
-
-    command(
-        "describe", "Describe a table version: id, protocol, schema, partitioning, size.", _describe
-    )
-    files = command("files", "List the active data files of a table version.", _files)
+    _command(sub, "describe", _DESCRIBE)
+    files = _command(sub, "files", _FILES)
     files.add_argument(
         "--engine",
         choices=("driver", "spark"),
@@ -73,18 +76,12 @@ def _parser() -> argparse.ArgumentParser:
         "--where",
         metavar="FILTER",
         help="only files that may hold rows matching this SQL filter (partition values and "
-        "min/max/null-count statistics; timestamps without a zone are UTC)",
+        "min/max/null-count statistics; timestamps without a zone are UTC); a filter that "
+        "cannot select files is an error",
     )
-    history = command(
-        "history", "Show the commits of a table, newest first.", _history, travel=False
-    )
-    history.add_argument("--limit", type=int, help="show at most this many commits")
-    changes = command(
-        "changes",
-        "Show the change data feed: rows inserted, deleted and updated between two versions.",
-        _changes,
-        travel=False,
-    )
+    history = _command(sub, "history", _HISTORY, travel=False)
+    history.add_argument("--limit", type=_non_negative, metavar="N", help="show at most N commits")
+    changes = _command(sub, "changes", _CHANGES, travel=False)
     changes.add_argument(
         "--from",
         dest="start",
@@ -101,132 +98,69 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _snapshot(args: argparse.Namespace, engine: str = "driver") -> Snapshot:
-    spark = None
-    if engine == "spark":
-        from deltalog.spark.session import get_or_create_session
-
-        spark = get_or_create_session()
-    log = DeltaLog(args.table, spark=spark, engine=engine)  # type: ignore[arg-type]
-    if getattr(args, "version", None) is not None:
-        return log.get_snapshot_at(args.version)
-    if getattr(args, "timestamp", None) is not None:
-        return log.get_snapshot_at_timestamp(parse_timestamp(args.timestamp))
-    return log.update()
+_DESCRIBE = "Describe a table version: id, protocol, schema, partitioning, size."
+_FILES = "List the active data files of a table version."
+_HISTORY = "Show the commits of a table, newest first."
+_CHANGES = "Show the change data feed: rows inserted, deleted and updated between two versions."
 
 
-def _describe(args: argparse.Namespace) -> int:
-    snapshot = _snapshot(args)
-    info = snapshot.describe()
-    if args.json:
-        print_json(info)
-        return 0
-    schema = snapshot.schema
-    items = [(k, format_ms(v) if k == "timestamp" else v) for k, v in info.items() if k != "schema"]
-    print_mapping(items)
-    print("\nschema:")
-    print_table(
-        ["column", "type", "nullable"],
-        [(f.name, simple_string(f.type), f.nullable) for f in schema.fields],
-    )
-    return 0
-
-
-def _files(args: argparse.Namespace) -> int:
-    snapshot = _snapshot(args, engine=args.engine)
-    files = snapshot.files_for_filter(args.where).sort_by("path")
-    actions = rows_as_actions(files)
-    if args.json:
-        print_json(actions)
-        return 0
-    print_table(
-        ["path", "size", "partitionValues", "deletionVector", "modificationTime"],
-        [
-            (
-                a["path"],
-                a["size"],
-                a["partitionValues"],
-                (a.get("deletionVector") or {}).get("cardinality"),
-                format_ms(a.get("modificationTime")),
-            )
-            for a in actions
-        ],
-        max_width=80,
-    )
-    print(
-        f"\n{len(actions)} files, {sum(a['size'] for a in actions)} bytes, "
-        f"version {snapshot.version}"
-    )
-    return 0
-
-
-def _changes(args: argparse.Namespace) -> int:
-    from deltalog.change_data_feed import (
-        CdfBounds,
-        plan_changes,
-        read_plan,
-        resolve_range,
-    )
-
-    log = DeltaLog(args.table, engine="driver")
-    options = {}
-    for bound, value in (("starting", args.start), ("ending", args.end)):
-        if value is not None:
-            kind = "Version" if value.strip().isdigit() else "Timestamp"
-            options[f"{bound}{kind}"] = value
-    plan = plan_changes(
-        log, resolve_range(log, CdfBounds.from_options(options, table=log.table_root))
-    )
-    rows = read_plan(plan).to_pylist()
-    if args.json:
-        print_json(rows)
-        return 0
-    names = list(rows[0]) if rows else [f.name for f in plan.snapshot.schema.fields]
-    print_table(names, [[r[n] for n in names] for r in rows], max_width=40)
-    r = plan.range
-    span = "no versions" if r.is_empty else f"versions {r.start} to {r.end}"
-    print(f"\n{len(rows)} changed rows, {span}")
-    return 0
-
-
-def _history(args: argparse.Namespace) -> int:
-    log = DeltaLog(args.table, engine="driver")
-    records = log.history(args.limit)
-    if args.json:
-        print_json(
-            [
-                {
-                    "version": r.version,
-                    "timestamp": r.timestamp,
-                    **(r.commit_info.to_dict() if r.commit_info else {}),
-                }
-                for r in records
-            ]
+def _command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    help: str,
+    travel: bool = True,
+) -> argparse.ArgumentParser:
+    c = sub.add_parser(name, help=help, description=help)
+    c.add_argument("table", metavar="TABLE", help="path of the Delta table")
+    if travel:
+        g = c.add_mutually_exclusive_group()
+        g.add_argument("--version", type=_non_negative, metavar="V", help="read this table version")
+        g.add_argument(
+            "--timestamp",
+            metavar="TS",
+            help="read the version current at this time (yyyy-MM-dd, ISO timestamp, or epoch "
+            "ms; naive times are UTC), by in-commit timestamps, else by commit file "
+            "modification times, as Delta resolves them",
         )
-        return 0
-    print_table(
-        [
-            "version",
-            "timestamp",
-            "operation",
-            "operationParameters",
-            "readVersion",
-            "isBlindAppend",
-        ],
-        [
-            (
-                r.version,
-                format_ms(r.timestamp),
-                r.commit_info.operation if r.commit_info else None,
-                r.commit_info.operation_parameters if r.commit_info else None,
-                r.commit_info.read_version if r.commit_info else None,
-                r.commit_info.is_blind_append if r.commit_info else None,
-            )
-            for r in records
-        ],
-    )
-    return 0
+    c.add_argument("--json", action="store_true", help="print JSON")
+    c.set_defaults(command=name)  # the function of that name in deltalog.cli.commands
+    return c
+
+
+def _non_negative(text: str) -> int:
+    """An integer >= 0, for argparse (its error becomes a usage error, exit code 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+class _PrintVersion(argparse.Action):
+    """``--version``: the versions of deltalog, Python and pyarrow (looked up only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        import platform
+        from importlib.metadata import version
+
+        python, pyarrow = platform.python_version(), version("pyarrow")
+        print(f"deltalog {deltalog.__version__} (Python {python}, pyarrow {pyarrow})")
+        parser.exit()
+
+
+def _print_error(e: errors.DeltaError, *, as_json: bool) -> None:
+    if as_json:
+        from deltalog.cli.output import print_json
+
+        print_json({"error": {"class": e.error_class, "message": str(e)}}, sys.stderr)
+    else:
+        print(f"deltalog: error: {e}", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

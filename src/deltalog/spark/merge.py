@@ -62,11 +62,13 @@ from deltalog.spark.write import write_change_rows, write_rows
 from deltalog.txn import operations
 from deltalog.txn.operations import MergePredicate
 
-SOURCE_PRESENT, TARGET_PRESENT, ACTION = (
+SOURCE_PRESENT, TARGET_PRESENT, ACTION, SOURCE_ID = (
     "__deltalog_source",
     "__deltalog_target",
     "__deltalog_action",
+    "__deltalog_source_row",
 )
+BROADCAST_ROWS = 2_000_000  # sources up to this many rows are sent whole to every task
 COPY = -1  # a matched pair no clause acts on (kept for the multiple-match check)
 AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
 MATCHED, NOT_MATCHED, BY_SOURCE = "matched", "notMatched", "notMatchedBySource"
@@ -218,12 +220,19 @@ class MergeCommand:
             [c.describe() for c in self.clauses if c.kind == NOT_MATCHED],
             [c.describe() for c in self.clauses if c.kind == BY_SOURCE],
         )
+        from pyspark.sql import functions as F
+
         t0 = time.monotonic()
-        source = self.builder._source.persist()
+        # Each source row gets an id, kept in the persisted copy: the rows that matched are
+        # found once and the others inserted without joining the target a second time.
+        source = self.builder._source.withColumn(SOURCE_ID, F.monotonically_increasing_id())
+        source = source.persist()
         try:
             num_source = source.count()
             materialize_ms = _elapsed_ms(t0)
             self.source = source.withColumn(SOURCE_PRESENT, _lit(True))
+            # A small source goes to every task: the target is never shuffled.
+            self.build = F.broadcast(self.source) if num_source <= BROADCAST_ROWS else self.source
             self.on = condition_column(self.builder._condition)
             changes, scan_ms, rewrite_ms = self._execute()
         finally:
@@ -284,19 +293,27 @@ class MergeCommand:
         self.plan = dml_plan(self.txn, self.operation)
         self._check_identity()
         changes = FileChanges()
-        kinds = {c.kind for c in self.clauses}
         t0 = time.monotonic()
-        if kinds == {NOT_MATCHED}:
-            self._insert_only(files, changes, anti_join=True)
-            return changes, 0, _elapsed_ms(t0)
         touched, rows = self._find_touched(files)
         scan_ms = _elapsed_ms(t0)
         t0 = time.monotonic()
-        if not touched.files.num_rows:
-            if NOT_MATCHED in kinds:  # no source row matched: every one is unmatched
-                self._insert_only(files, changes, anti_join=False)
+        rewrites = touched.files.num_rows > 0 and any(c.kind != NOT_MATCHED for c in self.clauses)
+        updated = self._updated_rows(touched) if rewrites else None
+        inserted = self._inserted_rows(rows) if self._ids("insert") else None
+        frames = [f[0] for f in (updated, inserted) if f is not None]
+        if not frames:
             return changes, scan_ms, _elapsed_ms(t0)
-        self._rewrite(touched, rows, changes)
+        data = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+        adds, _ = write_rows(data, self.plan)
+        changes.adds.extend(adds)
+        if updated is not None:
+            self._mark_changed(touched, rows, changes)
+            if self.settings.change_data_feed:
+                cdc = self._change_rows(updated[1], updated[2], updated[3])
+                if inserted is not None:
+                    cdc = cdc.unionByName(self._change_rows(inserted[1], inserted[2], None))
+                changes.cdc = write_change_rows(cdc, self.plan)
+        self._count_written(touched if updated is not None else None, changes)
         return changes, scan_ms, _elapsed_ms(t0)
 
     def _target_predicate(self) -> Predicate | None:
@@ -366,7 +383,7 @@ class MergeCommand:
 
         by_source = any(c.kind == BY_SOURCE for c in self.clauses)
         target = self._target(files)
-        joined = target.join(self.source, self.on, "left" if by_source else "inner")
+        joined = target.join(self.build, self.on, "left" if by_source else "inner")
         action = self._action(joined, {MATCHED, BY_SOURCE})
         matched = joined[SOURCE_PRESENT].isNotNull()
         only_matched = all(c.kind == MATCHED for c in self.clauses)
@@ -374,7 +391,10 @@ class MergeCommand:
         relevant = matched & action.isNotNull() if only_matched else matched
         rows = to_arrow(
             joined.where(relevant | action.isNotNull()).select(
-                joined[FILE], joined[ROW], F.coalesce(action, F.lit(COPY)).alias(ACTION)
+                joined[FILE],
+                joined[ROW],
+                F.coalesce(action, F.lit(COPY)).alias(ACTION),
+                joined[SOURCE_ID],
             )
         )
         self._check_multiple_matches(rows)
@@ -417,67 +437,70 @@ class MergeCommand:
 
     # -- phase 2: write ----------------------------------------------------------------------
 
-    def _rewrite(self, touched: Touched, rows: pa.Table, changes: FileChanges) -> None:
+    def _updated_rows(self, touched: Touched) -> tuple[Any, Any, list[Any], Any]:
+        """The touched files' rows after the MATCHED and BY SOURCE clauses (copy-on-write:
+        with the unchanged rows; deletion vectors: only the updated ones), the joined frame
+        with its clause column, and the value columns."""
         from pyspark.sql import functions as F
 
-        inserts = any(c.kind == NOT_MATCHED for c in self.clauses)
         target = self._target(touched.files)
-        joined = target.join(self.source, self.on, "full" if inserts else "left")
-        joined = joined.withColumn(ACTION, self._action(joined, {MATCHED, NOT_MATCHED, BY_SOURCE}))
+        joined = target.join(self.build, self.on, "left")
+        joined = joined.withColumn(ACTION, self._action(joined, {MATCHED, BY_SOURCE}))
         act = F.col(ACTION)
-        writes = self._ids("update", "insert")
-        values = self._values(joined, target)
-        dv = self.settings.deletion_vectors
-        keep = (
-            act.isin(writes)
-            if dv
-            else act.isin(writes) | (act.isNull() & joined[TARGET_PRESENT].isNotNull())
-        )
-        adds, _ = write_rows(joined.where(keep).select(*values), self.plan)
-        changes.adds.extend(adds)
-        if dv:
-            acted = rows.filter(
-                pc.is_in(rows.column(ACTION), pa.array(self._ids("update", "delete"), pa.int32()))
-            )
-            from deltalog.commands.dml import group_row_indexes
+        keep = act.isin(self._ids("update"))
+        if not self.settings.deletion_vectors:
+            keep = keep | act.isNull()
+        values = self._values(joined, target, {MATCHED, BY_SOURCE})
+        return joined.where(keep).select(*values), joined, values, target
 
-            by_file = group_row_indexes(acted.column(FILE), acted.column(ROW))
-            keys = [k for k in touched.keys if k in by_file]
-            mask = pa.array([k in by_file for k in touched.keys], pa.bool_())
-            mark_rows_deleted(
-                self.txn, Touched(touched.files.filter(mask), keys, 0, by_file), changes
-            )
-        else:
-            changes.removes = remove_files(touched.files)
-        if self.settings.change_data_feed:
-            changes.cdc = write_change_rows(self._change_rows(joined, target, values), self.plan)
-        written = changes.written_rows()
-        c = self.counts
-        if dv:
-            c.inserted = written - c.updated
-        else:
-            live = self._live_rows(touched.files)
-            c.copied = live - c.updated - c.deleted
-            c.inserted = written - c.updated - c.copied
-
-    def _insert_only(self, files: pa.Table, changes: FileChanges, *, anti_join: bool) -> None:
-        """Append the source rows an insert clause takes (without a match in the target)."""
+    def _inserted_rows(self, rows: pa.Table) -> tuple[Any, Any, list[Any], Any]:
+        """The source rows without a match that an insert clause takes."""
         from pyspark.sql import functions as F
+
+        from deltalog.spark.scan import arrow_to_df
 
         source = self.source
-        if anti_join:
-            source = source.join(self._target(files), self.on, "left_anti")
+        matched = pc.unique(rows.column(SOURCE_ID).drop_null())
+        if len(matched):
+            ids = arrow_to_df(self.spark, pa.table({SOURCE_ID: matched}))
+            source = source.join(F.broadcast(ids), on=SOURCE_ID, how="left_anti")
         df = source.withColumn(TARGET_PRESENT, F.lit(None).cast("boolean"))
         df = df.withColumn(ACTION, self._action(df, {NOT_MATCHED}))
-        values = self._values(df, None)
-        adds, _ = write_rows(df.where(F.col(ACTION).isNotNull()).select(*values), self.plan)
-        changes.adds.extend(adds)
-        self.counts.inserted = changes.written_rows()
+        values = self._values(df, None, {NOT_MATCHED})
+        return df.where(F.col(ACTION).isNotNull()).select(*values), df, values, None
+
+    def _mark_changed(self, touched: Touched, rows: pa.Table, changes: FileChanges) -> None:
+        """Copy-on-write: remove the touched files; deletion vectors: mark the updated and
+        deleted rows."""
+        from deltalog.commands.dml import group_row_indexes
+
+        if not self.settings.deletion_vectors:
+            changes.removes = remove_files(touched.files)
+            return
+        acted_ids = pa.array(self._ids("update", "delete"), pa.int32())
+        acted = rows.filter(pc.is_in(rows.column(ACTION), acted_ids))
+        by_file = group_row_indexes(acted.column(FILE), acted.column(ROW))
+        mask = pa.array([k in by_file for k in touched.keys], pa.bool_())
+        keys = [k for k in touched.keys if k in by_file]
+        mark_rows_deleted(self.txn, Touched(touched.files.filter(mask), keys, 0, by_file), changes)
+
+    def _count_written(self, rewritten: Touched | None, changes: FileChanges) -> None:
+        """Inserted and copied rows, from the rows written and the touched files' row counts
+        (one write job, so not counted apart)."""
+        written = changes.written_rows()
+        c = self.counts
+        if rewritten is None:
+            c.inserted = written
+        elif self.settings.deletion_vectors:
+            c.inserted = written - c.updated
+        else:
+            c.copied = self._live_rows(rewritten.files) - c.updated - c.deleted
+            c.inserted = written - c.updated - c.copied
 
     def _ids(self, *actions: str) -> list[int]:
         return [i for i, c in enumerate(self.clauses) if c.action in actions]
 
-    def _values(self, joined: Any, target: Any | None) -> list[Any]:
+    def _values(self, joined: Any, target: Any | None, kinds: set[str]) -> list[Any]:
         """The final value of each target column: the acting clause's assignment, else the
         target's value (NULL for an inserted row or a column new to the table)."""
         from pyspark.sql import functions as F
@@ -500,7 +523,7 @@ class MergeCommand:
             ).cast(sf.dataType)
             value = None
             for i, clause in enumerate(self.clauses):
-                if clause.action == "delete":
+                if clause.action == "delete" or clause.kind not in kinds:
                     continue
                 expr = self._assignment(clause, f.name, old)
                 if expr is None:
@@ -560,17 +583,22 @@ class MergeCommand:
                 if clause.action == "update" and IDENTITY_START in field.metadata:
                     raise errors.identity_update(field.name, self.root)
 
-    def _change_rows(self, joined: Any, target: Any, values: list[Any]) -> Any:
-        """``update_preimage``/``update_postimage``, ``delete`` and ``insert`` rows."""
+    def _change_rows(self, joined: Any, values: list[Any], target: Any | None) -> Any:
+        """``update_preimage``/``update_postimage``, ``delete`` and ``insert`` rows of a frame
+        with its clause column (old values from ``target``'s columns, if any)."""
         from pyspark.sql import functions as F
 
         from deltalog.spark.schema import to_spark_schema
 
         act = F.col(ACTION)
         names = [f.name for f in self.target_schema.fields]
-        old_names = {n.lower() for n in self.snapshot.schema.names}
+        old_names = {n.lower() for n in self.snapshot.schema.names} if target is not None else set()
         old = [
-            (target[f"`{f.name}`"] if f.name.lower() in old_names else F.lit(None))
+            (
+                target[f"`{f.name}`"]
+                if target is not None and f.name.lower() in old_names
+                else F.lit(None)
+            )
             .cast(sf.dataType)
             .alias(f.name)
             for f, sf in zip(
@@ -643,5 +671,12 @@ def _first_per_row(rows: pa.Table) -> pa.Table:
     """One row per target row (a delete-only merge may match a target row several times)."""
     if rows.num_rows == 0:
         return rows
-    grouped = rows.group_by([FILE, ROW]).aggregate([(ACTION, "min")])
-    return pa.table({FILE: grouped[FILE], ROW: grouped[ROW], ACTION: grouped[f"{ACTION}_min"]})
+    grouped = rows.group_by([FILE, ROW]).aggregate([(ACTION, "min"), (SOURCE_ID, "min")])
+    return pa.table(
+        {
+            FILE: grouped[FILE],
+            ROW: grouped[ROW],
+            ACTION: grouped[f"{ACTION}_min"],
+            SOURCE_ID: grouped[f"{SOURCE_ID}_min"],
+        }
+    )

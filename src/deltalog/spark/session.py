@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from deltalog import errors
 from deltalog.timestamps import time_zone
 
 # Spark lists every explicit input path in a job of its own above this many paths; the log and
@@ -67,13 +73,11 @@ def get_or_create_session(master: str | None = None) -> Any:
     ``SPARK_REMOTE`` (e.g. ``sc://host:15002`` or ``local[2]``) selects Spark Connect. Executors
     run this interpreter, so they import the same deltalog.
     """
-    import os
-    import sys
-
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        ensure_worker_python(active)
         return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -91,3 +95,80 @@ def get_or_create_session(master: str | None = None) -> Any:
     if not remote:
         spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+# -- the Python that Spark's workers run -----------------------------------------------------
+
+WORKER_PYTHON_ENV = "PYSPARK_PYTHON"
+WORKER_PYTHON_CONF = "spark.pyspark.python"
+_PYSPARK_DEFAULT_PYTHON = "python3"  # what PySpark runs when nothing is configured
+
+
+def ensure_worker_python(spark: Any) -> str | None:
+    """Make the Python workers of ``spark`` able to import deltalog; returns the interpreter
+    they will run, or ``None`` when that is not this process's business.
+
+    PySpark fixes the workers' interpreter when the session starts: ``PYSPARK_PYTHON`` from the
+    environment, else ``python3`` from the PATH, which for a script run as ``venv/bin/python
+    job.py`` (venv not activated) is another Python, without deltalog or pyarrow.
+
+    * Classic session on a local master (``local``, ``local[N]``, ``local-cluster[...]``: every
+      worker on this machine), ``PYSPARK_PYTHON`` unset: the workers run ``spark.pyspark.python``
+      when the session conf has it (PySpark itself ignores it when Python starts the JVM), else
+      :data:`sys.executable`. The choice is made on the live ``SparkContext`` (each UDF,
+      ``mapInArrow`` and Python data source records it when created), so it applies to
+      everything created afterwards, in every session of the process.
+    * Spark Connect session served by this process (``remote("local[...]")``): the server took
+      the interpreter from its environment at start-up and nothing can change it now. When
+      neither ``PYSPARK_PYTHON`` nor ``PYSPARK_DRIVER_PYTHON`` was set and ``python3`` on the
+      PATH cannot import deltalog, raises :class:`~deltalog.errors.InvalidArgumentError`
+      (``DELTALOG_WORKER_PYTHON_UNSET``) saying what to set.
+    * Anything else (a cluster, a remote Connect server): left alone, returns ``None``; the
+      cluster's Python must have deltalog installed.
+    """
+    if is_connect(spark):
+        _check_local_connect_python()
+        return None
+    sc = spark.sparkContext
+    if not str(sc.master).startswith("local"):
+        return None
+    if not os.environ.get(WORKER_PYTHON_ENV) and sc.pythonExec == _PYSPARK_DEFAULT_PYTHON:
+        sc.pythonExec = sc.getConf().get(WORKER_PYTHON_CONF) or sys.executable
+    return str(sc.pythonExec)
+
+
+def _check_local_connect_python() -> None:
+    """Raise when a local Connect server (started by this process) has workers without
+    deltalog; see :func:`ensure_worker_python`."""
+    if not os.environ.get("SPARK_LOCAL_REMOTE"):  # set by PySpark when it starts the server
+        return
+    if os.environ.get(WORKER_PYTHON_ENV) or os.environ.get("PYSPARK_DRIVER_PYTHON"):
+        return
+    if _imports_deltalog(_PYSPARK_DEFAULT_PYTHON):
+        return
+    raise errors.InvalidArgumentError(
+        "DELTALOG_WORKER_PYTHON_UNSET",
+        f"this Spark Connect session's Python workers run {_PYSPARK_DEFAULT_PYTHON!r} from the "
+        f"PATH, which cannot import deltalog (this script runs {sys.executable}); the server "
+        "chose it when it started, so it cannot be changed now.",
+        help=f"set {WORKER_PYTHON_ENV}={sys.executable} in the environment before the session "
+        f'is created (os.environ["{WORKER_PYTHON_ENV}"] = sys.executable), or activate the '
+        "virtual environment.",
+    )
+
+
+def _imports_deltalog(python: str) -> bool:
+    """Whether ``python`` (a path or a name on the PATH) is this environment's interpreter or
+    can import deltalog and pyarrow."""
+    found = shutil.which(python)
+    if found is None:
+        return False
+    if Path(found).parent == Path(sys.executable).parent:
+        return True  # the same bin directory: the same environment
+    try:
+        probe = subprocess.run(
+            [found, "-c", "import deltalog, pyarrow"], capture_output=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
