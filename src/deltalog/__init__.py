@@ -4,25 +4,63 @@ The pure core (this package minus :mod:`deltalog.spark`) reads and replays the t
 the Spark layer scales state reconstruction and reads data.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from deltalog.actions import (
-    AddCDCFile,
-    AddFile,
-    CommitInfo,
-    DeletionVectorDescriptor,
-    DomainMetadata,
-    Metadata,
-    Protocol,
-    RemoveFile,
-    SetTransaction,
-)
-from deltalog.delta_log import DeltaLog
-from deltalog.errors import DeltaError
 from deltalog.log.engines import register_engine
-from deltalog.log.replay import InMemoryLogReplay
-from deltalog.log.segment import LogSegment
-from deltalog.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from deltalog.actions import (
+        AddCDCFile,
+        AddFile,
+        CommitInfo,
+        DeletionVectorDescriptor,
+        DomainMetadata,
+        Metadata,
+        Protocol,
+        RemoveFile,
+        SetTransaction,
+    )
+    from deltalog.delta_log import DeltaLog
+    from deltalog.errors import DeltaError
+    from deltalog.log.replay import InMemoryLogReplay
+    from deltalog.log.segment import LogSegment
+    from deltalog.snapshot import Snapshot
+
+# The package face is loaded on first use: `import deltalog` (and every `deltalog.x` import,
+# which runs this file first) stays cheap, and pays for pyarrow and the log core only when a
+# name below is used.
+_LAZY: dict[str, str] = {
+    "AddCDCFile": "deltalog.actions",
+    "AddFile": "deltalog.actions",
+    "CommitInfo": "deltalog.actions",
+    "DeletionVectorDescriptor": "deltalog.actions",
+    "DomainMetadata": "deltalog.actions",
+    "Metadata": "deltalog.actions",
+    "Protocol": "deltalog.actions",
+    "RemoveFile": "deltalog.actions",
+    "SetTransaction": "deltalog.actions",
+    "DeltaLog": "deltalog.delta_log",
+    "DeltaError": "deltalog.errors",
+    "InMemoryLogReplay": "deltalog.log.replay",
+    "LogSegment": "deltalog.log.segment",
+    "Snapshot": "deltalog.snapshot",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'deltalog' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "AddCDCFile",
@@ -39,11 +77,13 @@ __all__ = [
     "RemoveFile",
     "SetTransaction",
     "Snapshot",
+    "delete",
+    "merge",
     "register",
+    "update",
     "write_table",
 ]
 __version__ = "0.1.0"
-
 
 
 def write_table(path: str, data: Any, **kwargs: Any) -> int | None:
@@ -52,6 +92,30 @@ def write_table(path: str, data: Any, **kwargs: Any) -> int | None:
     from deltalog.commands.write_table import write_table as write
 
     return write(path, data, **kwargs)
+
+
+def delete(path: str, predicate: str | None = None) -> dict[str, int]:
+    """Delete the rows where ``predicate`` (SQL) is true, from plain Python (pyarrow); returns
+    the metrics. See :func:`deltalog.commands.dml_arrow.delete`."""
+    from deltalog.commands.dml_arrow import delete as run
+
+    return run(path, predicate)
+
+
+def update(path: str, predicate: str | None, new_values: Any) -> dict[str, int]:
+    """Set ``new_values`` (column -> Python value) where ``predicate`` is true, from plain
+    Python; returns the metrics. See :func:`deltalog.commands.dml_arrow.update`."""
+    from deltalog.commands.dml_arrow import update as run
+
+    return run(path, predicate, new_values)
+
+
+def merge(path: str, source: Any, on: Any, **clauses: Any) -> dict[str, int]:
+    """Upsert a pyarrow Table on equal keys ``on``, from plain Python; returns the metrics. See
+    :func:`deltalog.commands.merge_arrow.merge` for the clauses."""
+    from deltalog.commands.merge_arrow import merge as run
+
+    return run(path, source, on, **clauses)
 
 
 # The Spark file-state engine, named lazily so that importing deltalog never imports pyspark.
@@ -66,9 +130,16 @@ def register(spark: object) -> str:
     Writes (``df.write.format("delta")``, every mode and option) are bridged on every PySpark.
     Reads go through a Python data source on PySpark 4.0+, and through the same path as
     ``DeltaTable.forPath(...).toDF()`` on PySpark 3.5, which has no Python data sources.
+
+    On a local session where nothing chose the workers' Python, they run this interpreter
+    (:func:`deltalog.spark.session.ensure_worker_python`); a local Spark Connect session whose
+    workers cannot import deltalog raises ``InvalidArgumentError`` saying what to set.
     """
     import importlib.util
 
+    from deltalog.spark.session import ensure_worker_python
+
+    ensure_worker_python(spark)
     if importlib.util.find_spec("pyspark.sql.datasource") is None:
         from deltalog.spark.bridge import install
 

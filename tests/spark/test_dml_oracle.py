@@ -278,4 +278,4 @@ def run_history(
 def test_random_history_matches_deltalake(
     spark: Any, tmp_path: Path, seed: int, partitioned: bool, cdf: bool, dv: bool
 ) -> None:
-    run_history(spark, tmp_path, seed=seed, steps=7, partitioned=partitioned, cdf=cdf, dv=dv)
+    run_history(spark, tmp_path, seed=seed, steps=5, partitioned=partitioned, cdf=cdf, dv=dv)

@@ -14,8 +14,8 @@ data and change files; what they commit is decided here:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -187,12 +187,9 @@ def mark_deleted(
         if old_dv
         else np.empty(0, dtype=np.uint64)
     )
-    if len(np.intersect1d(old, new_rows, assume_unique=True)):
-        raise errors.InternalError(
-            "DELTA_DELETION_VECTOR_SIZE_MISMATCH",
-            f"rows of {row['path']} already deleted by its deletion vector were deleted again",
-            table=table_root,
-        )
+    again = np.intersect1d(old, new_rows, assume_unique=True)
+    if len(again):
+        raise errors.deletion_vector_size_mismatch(table_root, row["path"], len(old), len(again))
     merged = np.union1d(old, new_rows)
     remove = remove_action(row, now)
     total = physical_records(row, store, table_root)
@@ -317,18 +314,3 @@ def as_change_files(adds: Iterable[AddFile], prefix: str = "_change_data/") -> l
         )
         for a in adds
     ]
-
-
-def check_records(table: str, added: int, removed: int, operation: str) -> None:
-    """The reference's guard: rows written equal rows read (DELTA_NUM_RECORDS_MISMATCH)."""
-    if added != removed:
-        raise errors.InternalError(
-            "DELTA_NUM_RECORDS_MISMATCH",
-            f"{operation}: {added} rows written where {removed} were expected; nothing was "
-            "committed.",
-            table=table,
-        )
-
-
-def without_data_change(actions: Sequence[AddFile]) -> list[AddFile]:
-    return [replace(a, data_change=False) for a in actions]

@@ -407,11 +407,10 @@ class MergeCommand:
         return touched, rows
 
     def _check_multiple_matches(self, rows: pa.Table) -> None:
+        # The reference's one exemption: the only MATCHED clause is an unconditional delete.
+        matched = [c for c in self.clauses if c.kind == MATCHED]
         single_delete = (
-            len(self.clauses) == 1
-            and self.clauses[0].kind == MATCHED
-            and self.clauses[0].action == "delete"
-            and self.clauses[0].condition is None
+            len(matched) == 1 and matched[0].action == "delete" and matched[0].condition is None
         )
         if single_delete or rows.num_rows == 0:
             return
