@@ -121,7 +121,7 @@ def find_touched(
     df = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True).where(hit)
     keys = file_keys(snapshot, files)
     if with_rows:
-        pairs = to_arrow(df.select(FILE, ROW))
+        pairs = collect_by_file(df, [ROW])
         by_file = group_row_indexes(pairs.column(FILE), pairs.column(ROW))
         count = pairs.num_rows
         touched_keys = set(by_file)
@@ -137,6 +137,26 @@ def find_touched(
         count,
         by_file,
     )
+
+
+def collect_by_file(df: Any, columns: list[str]) -> pa.Table:
+    """``df``'s :data:`FILE` and ``columns`` on the driver, one Arrow row per input row.
+
+    Rows are gathered per file in the executors (a list of structs per file), so each file's
+    path crosses to the driver once instead of once per row.
+    """
+    from pyspark.sql import functions as F
+
+    grouped = to_arrow(
+        df.groupBy(FILE).agg(F.collect_list(F.struct(*[df[c] for c in columns])).alias("rows"))
+    )
+    lists = grouped.column("rows").combine_chunks()
+    parents = pc.list_parent_indices(lists)
+    items = pc.list_flatten(lists)
+    out = {FILE: pc.take(grouped.column(FILE), parents)}
+    for name in columns:
+        out[name] = items.field(name)
+    return pa.table(out)
 
 
 def mark_rows_deleted(txn: Transaction, touched: Touched, changes: FileChanges) -> None:

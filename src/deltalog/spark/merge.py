@@ -50,6 +50,7 @@ from deltalog.spark.dml import (
     IDENTITY_START,
     Touched,
     _elapsed_ms,
+    collect_by_file,
     condition_column,
     condition_sql,
     is_true,
@@ -57,7 +58,7 @@ from deltalog.spark.dml import (
     start,
 )
 from deltalog.spark.scan import FILE, ROW, file_keys, scan_dataframe
-from deltalog.spark.session import conf_get, to_arrow
+from deltalog.spark.session import conf_get
 from deltalog.spark.write import write_change_rows, write_rows
 from deltalog.txn import operations
 from deltalog.txn.operations import MergePredicate
@@ -225,8 +226,12 @@ class MergeCommand:
         t0 = time.monotonic()
         # Each source row gets an id, kept in the persisted copy: the rows that matched are
         # found once and the others inserted without joining the target a second time.
-        source = self.builder._source.withColumn(SOURCE_ID, F.monotonically_increasing_id())
-        source = source.persist()
+        given = self.builder._source
+        source = given.withColumn(SOURCE_ID, F.monotonically_increasing_id())
+        # A source the caller persisted already has fixed partitions, so its ids are stable.
+        owned = not _is_persisted(given)
+        if owned:
+            source = source.persist()
         try:
             num_source = source.count()
             materialize_ms = _elapsed_ms(t0)
@@ -236,7 +241,8 @@ class MergeCommand:
             self.on = condition_column(self.builder._condition)
             changes, scan_ms, rewrite_ms = self._execute()
         finally:
-            source.unpersist()
+            if owned:
+                source.unpersist()
         c = self.counts
         metrics = changes.metrics(merge=True)
         metrics.update(
@@ -349,8 +355,9 @@ class MergeCommand:
                     "there) and merge the rest.",
                 )
 
-    def _target(self, files: pa.Table) -> Any:
-        df = scan_dataframe(self.spark, self.snapshot, self.txn.log.store, files, row_ids=True)
+    def _target(self, files: pa.Table, *, row_ids: bool = True) -> Any:
+        store = self.txn.log.store
+        df = scan_dataframe(self.spark, self.snapshot, store, files, row_ids=row_ids)
         df = df.alias(self.alias) if self.alias else df
         return df.withColumn(TARGET_PRESENT, _lit(True))
 
@@ -389,14 +396,13 @@ class MergeCommand:
         only_matched = all(c.kind == MATCHED for c in self.clauses)
         # Which matched pairs count for the multiple-match check (and touch their file).
         relevant = matched & action.isNotNull() if only_matched else matched
-        rows = to_arrow(
-            joined.where(relevant | action.isNotNull()).select(
-                joined[FILE],
-                joined[ROW],
-                F.coalesce(action, F.lit(COPY)).alias(ACTION),
-                joined[SOURCE_ID],
-            )
+        acted = joined.where(relevant | action.isNotNull()).select(
+            joined[FILE],
+            joined[ROW],
+            F.coalesce(action, F.lit(COPY)).alias(ACTION),
+            joined[SOURCE_ID],
         )
+        rows = collect_by_file(acted, [ROW, ACTION, SOURCE_ID])
         self._check_multiple_matches(rows)
         rows = _first_per_row(rows)
         keys = file_keys(self.snapshot, files)
@@ -442,7 +448,8 @@ class MergeCommand:
         with its clause column, and the value columns."""
         from pyspark.sql import functions as F
 
-        target = self._target(touched.files)
+        # Rows are known from phase 1; reading row ids again would slow the whole scan.
+        target = self._target(touched.files, row_ids=False)
         joined = target.join(self.build, self.on, "left")
         joined = joined.withColumn(ACTION, self._action(joined, {MATCHED, BY_SOURCE}))
         act = F.col(ACTION)
@@ -641,6 +648,14 @@ def _lit(value: Any) -> Any:
     from pyspark.sql import functions as F
 
     return F.lit(value)
+
+
+def _is_persisted(df: Any) -> bool:
+    try:
+        level = df.storageLevel
+    except Exception:  # an engine without the property: persist to be safe
+        return False
+    return bool(level.useMemory or level.useDisk)
 
 
 def _find(names: list[str], name: str) -> str | None:
