@@ -31,7 +31,11 @@ def to_arrow(df: Any) -> pa.Table:
     if hasattr(df, "toArrow"):
         return df.toArrow()
     batches = df._collect_as_arrow()  # PySpark 3.5 classic
-    return pa.Table.from_batches(batches) if batches else pa.table({})
+    if batches:
+        return pa.Table.from_batches(batches)
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(df.schema).empty_table()  # no rows: still the columns
 
 
 def conf_get(spark: Any, key: str, default: str) -> str:
