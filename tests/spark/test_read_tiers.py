@@ -78,7 +78,7 @@ except Exception as e:
 # DELETE, UPDATE and MERGE (deletion vectors, change data) against deltalake, step by step.
 from pathlib import Path
 from tests.spark.test_dml_oracle import run_history
-run_history(spark, Path(OUT + "-dml"), seed=21, steps=4, partitioned=True, cdf=True, dv=True)
+run_history(spark, Path(OUT + "-dml"), seed=21, steps=3, partitioned=True, cdf=True, dv=True)
 out["dml"] = "agrees with deltalake"
 print("RESULT" + json.dumps(out))
 spark.stop()
