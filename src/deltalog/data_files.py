@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from deltalog import errors
 from deltalog.partition_values import lookup_partition_value, parse_partition_value
@@ -51,6 +50,8 @@ def read_parquet(path: str, table_root: str) -> pa.Table:
     Raises:
         InvalidTableError: the file does not exist (DELTA_FILE_NOT_FOUND).
     """
+    import pyarrow.parquet as pq  # only when rows are read (~25 ms): not on a snapshot's path
+
     try:
         # INT96 timestamps in nanoseconds overflow past 2262; Delta's unit is microseconds.
         return pq.read_table(path, coerce_int96_timestamp_unit="us")

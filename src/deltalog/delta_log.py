@@ -12,10 +12,11 @@
 
 from __future__ import annotations
 
-import logging
+import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from deltalog import errors
 from deltalog.actions import NON_FILE_KEYS, REPLAY_ACTION_KEYS, CommitInfo
@@ -27,9 +28,8 @@ from deltalog.log.filenames import (
     parse_log_file,
     version_prefix,
 )
-from deltalog.log.history import CommitRecord, commit_timestamps, version_at_timestamp
 from deltalog.log.last_checkpoint import LastCheckpointInfo, parse_last_checkpoint
-from deltalog.log.reader import parse_commit, read_checkpoint, read_commit_info
+from deltalog.log.reader import ParsedCommit, parse_commits, read_checkpoint, read_commit_info
 from deltalog.log.replay import InMemoryLogReplay
 from deltalog.log.segment import LogSegment, build_log_segment
 from deltalog.paths import normalize_table_root
@@ -38,14 +38,44 @@ from deltalog.storage import store_for
 from deltalog.storage.base import FileInfo, LogStore
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from deltalog.log.filenames import LogFile
+    from deltalog.log.history import CommitRecord
+    from deltalog.log.segment import Checkpoint
     from deltalog.txn.transaction import Transaction
 
-log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class _Log:
+    """This module's logger, created on first need. ``logging`` costs ~5 ms to import, and an
+    INFO record can only reach a handler the application configured, which imported logging:
+    while nobody has, INFO records are dropped here, as logging's defaults would drop them.
+    Warnings always go through (logging's last-resort handler prints them)."""
+
+    def info(self, message: str, *args: Any) -> None:
+        if "logging" in sys.modules:
+            self._logger().info(message, *args)
+
+    def warning(self, message: str, *args: Any) -> None:
+        self._logger().warning(message, *args)
+
+    @staticmethod
+    def _logger() -> Any:
+        import logging
+
+        return logging.getLogger(__name__)
+
+
+log = _Log()
 
 Engine = Literal["auto", "driver", "spark"]
 # Logs larger than this replay on Spark under engine="auto" when a session is available.
 SPARK_ENGINE_THRESHOLD_BYTES = 512 * 1024 * 1024
 _MAX_CHECKPOINT_RETRIES = 2
+# Commits parsed together by one pass of Arrow's JSON reader, at most this many bytes.
+_COMMIT_BATCH_BYTES = 64 * 1024 * 1024
 
 
 class DeltaLog:
@@ -209,6 +239,8 @@ class DeltaLog:
         Raises:
             TimestampOutOfRangeError: before the earliest or after the latest commit.
         """
+        from deltalog.log.history import version_at_timestamp
+
         records = self._commit_records(recreatable_only=True)
         return version_at_timestamp(
             self.table_root,
@@ -415,7 +447,12 @@ class DeltaLog:
     ) -> tuple[InMemoryLogReplay, CommitInfo | None]:
         """Replay ``segment`` on the driver: everything (``files``), or only the non-file actions
         (the Spark engine reconstructs files). A previous driver snapshot inside the segment is
-        reused: only the commits after it are replayed."""
+        reused: only the commits after it are replayed.
+
+        The checkpoint and the commits are read at the same time (the commits in a second
+        thread): both spend their time in Arrow's readers and in file reads, which release the
+        GIL, so on two cores the commits come nearly free.
+        """
         if (
             files
             and previous is not None
@@ -424,26 +461,51 @@ class DeltaLog:
         ):
             replay = previous._replay.copy()
             commits = [c for c in segment.commits if c.version > previous.version]
+            checkpoint = None
         else:
             replay = InMemoryLogReplay()
             commits = list(segment.commits)
-            if segment.checkpoint is not None:
-                keys = REPLAY_ACTION_KEYS if files else NON_FILE_KEYS
-                rows = read_checkpoint(
-                    self.store, segment.checkpoint, table=self.table_root, keys=keys
-                )
-                replay.append(segment.checkpoint.version, rows, from_checkpoint=True)
+            checkpoint = segment.checkpoint
+        if checkpoint is not None and commits:
+            parsed = _Background(lambda: self._parse_commits(commits, files))
+            try:
+                rows = self._read_checkpoint(checkpoint, files)
+            finally:
+                parsed.join()
+            replay.append(checkpoint.version, rows, from_checkpoint=True)
+            commit_list = parsed.result()
+        else:
+            if checkpoint is not None:
+                rows = self._read_checkpoint(checkpoint, files)
+                replay.append(checkpoint.version, rows, from_checkpoint=True)
+            commit_list = self._parse_commits(commits, files)
         last_info: CommitInfo | None = None
-        for c in commits:
-            data = self.store.read(c.path)
-            parsed = parse_commit(
-                data, c.version, table=self.table_root, file=c.path, file_actions=files
-            )
-            replay.append(c.version, parsed.rows)
-            last_info = parsed.commit_info
+        for commit in commit_list:
+            replay.append(commit.version, commit.rows)
+            last_info = commit.commit_info
         if (not commits or commits[-1].version != segment.version) and segment.last_commit:
             last_info = read_commit_info(self.store, segment.last_commit, table=self.table_root)
         return replay, last_info
+
+    def _read_checkpoint(self, checkpoint: Checkpoint, files: bool) -> pa.Table:
+        keys = REPLAY_ACTION_KEYS if files else NON_FILE_KEYS
+        return read_checkpoint(self.store, checkpoint, table=self.table_root, keys=keys)
+
+    def _parse_commits(self, commits: list[LogFile], files: bool) -> list[ParsedCommit]:
+        """The commits parsed in batches of up to :data:`_COMMIT_BATCH_BYTES` (one pass of
+        Arrow's JSON reader a batch; the batch bounds the memory of the joined text)."""
+        out: list[ParsedCommit] = []
+        batch: list[LogFile] = []
+        size = 0
+        for c in [*commits, None]:
+            if batch and (c is None or size + c.file.size > _COMMIT_BATCH_BYTES):
+                read = [(self.store.read(b.path), b.version, b.path) for b in batch]
+                out += parse_commits(read, table=self.table_root, file_actions=files)
+                batch, size = [], 0
+            if c is not None:
+                batch.append(c)
+                size += c.file.size
+        return out
 
     def _choose_engine(self, segment: LogSegment) -> str:
         if self.engine != "auto":
@@ -480,6 +542,8 @@ class DeltaLog:
         def ict_of(c: Any) -> int | None:
             ci = info(c)
             return ci.in_commit_timestamp if ci is not None else None
+
+        from deltalog.log.history import CommitRecord, commit_timestamps
 
         timestamps = commit_timestamps(commits, ict_of)
         return [
@@ -522,3 +586,30 @@ class DeltaLog:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+class _Background(Generic[T]):
+    """``fn()`` run in a daemon thread; :meth:`result` returns its value or raises its error."""
+
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self._fn = fn
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="deltalog-read", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._fn()
+        except BaseException as e:  # handed to the caller by result()
+            self._error = e
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> T:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value

@@ -15,6 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+try:  # the kernels without pyarrow.compute's costly import (see deltalog.log.kernels)
+    from pyarrow._compute import CastOptions, call_function
+except ImportError:  # pragma: no cover - a pyarrow that moved it
+    from pyarrow.compute import CastOptions, call_function
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -120,20 +125,26 @@ def conform_array(array: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.
                 children.append(conform_array(array.field(tf.name), tf.type))
             else:
                 children.append(pa.nulls(len(array), tf.type))
-        return pa.StructArray.from_arrays(
-            children, fields=list(target), mask=array.is_null() if array.null_count else None
-        )
+        # The parent's nulls as a validity bitmap (StructArray.from_arrays(mask=...) would
+        # import pyarrow.compute to invert a mask).
+        validity = call_function("is_valid", [array]).buffers()[1] if array.null_count else None
+        return pa.Array.from_buffers(target, len(array), [validity], children=children)
     if pa.types.is_null(array.type):
         return pa.nulls(len(array), target)
-    return array.cast(target)
+    cast: pa.Array = call_function("cast", [array], CastOptions.safe(target))
+    return cast
 
 
 def conform_table(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Give ``table`` exactly ``schema``'s columns (see :func:`conform_array`)."""
-    columns = []
+    """Give ``table`` exactly ``schema``'s columns (see :func:`conform_array`). Columns keep
+    their chunks: a checkpoint's row groups are never copied into one."""
+    columns: list[pa.Array | pa.ChunkedArray] = []
     for field in schema:
         if field.name in table.column_names:
-            columns.append(conform_array(table.column(field.name), field.type))
+            column = table.column(field.name)
+            columns.append(
+                pa.chunked_array([conform_array(c, field.type) for c in column.chunks], field.type)
+            )
         else:
             columns.append(pa.nulls(table.num_rows, field.type))
     return pa.Table.from_arrays(columns, schema=schema)

@@ -12,11 +12,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.actions import CommitInfo, DomainMetadata, Metadata, Protocol, SetTransaction
 from deltalog.features import check_read_supported, is_feature_supported
+from deltalog.log.kernels import total
 from deltalog.schema import StructType, parse_schema
 from deltalog.table_properties import TableProperties
 
@@ -183,8 +183,7 @@ class Snapshot:
 
     @property
     def size_in_bytes(self) -> int:
-        sizes = self.all_files_arrow()["size"]
-        return int(pc.sum(sizes).as_py() or 0)
+        return total(self.all_files_arrow()["size"])
 
     def uncache(self) -> None:
         """Drop cached engine state (the Spark engine's persisted DataFrame)."""
@@ -205,7 +204,7 @@ class Snapshot:
             "format": md.format.provider,
             "partitionColumns": list(md.partition_columns),
             "numFiles": files.num_rows,
-            "sizeInBytes": int(pc.sum(files["size"]).as_py() or 0),
+            "sizeInBytes": total(files["size"]),
             "properties": dict(md.configuration),
             "minReaderVersion": proto.min_reader_version,
             "minWriterVersion": proto.min_writer_version,

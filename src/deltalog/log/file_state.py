@@ -5,13 +5,15 @@ the *last* action with that key. :class:`FileState` keeps, per kind (``add`` / `
 flattened table with exactly one row per key and no key in both tables. New actions are staged,
 then reconciled in one step:
 
-1. the winners among the staged rows (the highest sequence number per key, by hash group-by);
+1. the winners among the staged rows: the last row of each key, found by hashing the keys once
+   (``dictionary_encode``) and sorting the codes with their sequence numbers (numpy);
 2. base rows whose key is among the winners are dropped: by zero-copy slicing around them when
    there are few (a refresh), by one filter copy when there are many (a rewrite);
 3. the winners are appended as new chunks.
 
 A refresh of a million-file state therefore costs one hash probe of the base's keys and no copy.
-Everything is immutable: copies share tables.
+Everything is immutable: copies share tables. No step builds a Python object per file, and the
+kernels come from :mod:`deltalog.log.kernels` (no pyarrow.compute import, no pandas probe).
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.actions import ADD_SCHEMA, REMOVE_SCHEMA
+from deltalog.fields import conform_array
+from deltalog.log import kernels as k
 
 KEY, DV, SEQ = "_key", "_dv", "_seq"
 ADD_FIELDS: tuple[str, ...] = tuple(f.name for f in ADD_SCHEMA)
@@ -49,17 +52,25 @@ class FileState:
         self.reconcile()
         return FileState(self.adds, self.removes, [], [], self._next_seq)
 
-    def stage(self, add: pa.Array, remove: pa.Array, *, reconciled: bool = False) -> None:
+    def stage(
+        self,
+        add: pa.Array | pa.ChunkedArray,
+        remove: pa.Array | pa.ChunkedArray,
+        *,
+        reconciled: bool = False,
+    ) -> None:
         """Stage the rows of ``add`` / ``remove`` struct arrays (nulls skipped), in row order.
+
+        The arrays have the same length; row ``i`` of both is one log row. They are conformed
+        to :data:`~deltalog.actions.ADD_SCHEMA` / :data:`~deltalog.actions.REMOVE_SCHEMA`
+        chunk by chunk (no chunk is copied when it already has the layout).
 
         With ``reconciled`` (a checkpoint: one action per key) and an empty state, the rows
         become the state directly, skipping de-duplication.
         """
-        n = len(add)
-        seq = pa.array(np.arange(self._next_seq, self._next_seq + n, dtype=np.int64))
-        self._next_seq += n
-        new_adds = _keyed(add, seq)
-        new_removes = _keyed(remove, seq)
+        new_adds = _keyed_chunks(add, ADD_SCHEMA, self._next_seq)
+        new_removes = _keyed_chunks(remove, REMOVE_SCHEMA, self._next_seq)
+        self._next_seq += len(add)
         empty = not (
             self.adds.num_rows or self.removes.num_rows or self._staged_adds or self._staged_removes
         )
@@ -75,12 +86,13 @@ class FileState:
         """Fold staged rows into the state (no-op when nothing is staged)."""
         if not self._staged_adds and not self._staged_removes:
             return
-        adds = _concat(self._staged_adds, ADD_SCHEMA, with_seq=True)
-        removes = _concat(self._staged_removes, REMOVE_SCHEMA, with_seq=True)
+        adds = _concat(self._staged_adds, ADD_SCHEMA)
+        removes = _concat(self._staged_removes, REMOVE_SCHEMA)
         self._staged_adds, self._staged_removes = [], []
-        winners = _last_per_key(adds, removes)
-        adds = adds.filter(pc.is_in(adds[SEQ], value_set=winners)).drop_columns([SEQ])
-        removes = removes.filter(pc.is_in(removes[SEQ], value_set=winners)).drop_columns([SEQ])
+        keep = _last_per_key(adds, removes)
+        n_adds = adds.num_rows
+        adds = k.select_rows(adds, keep[:n_adds]).drop_columns([SEQ])
+        removes = k.select_rows(removes, keep[n_adds:]).drop_columns([SEQ])
         changed = pa.concat_tables([adds.select([KEY, DV]), removes.select([KEY, DV])])
         self.adds = _append(_drop_keys(self.adds, changed), adds)
         self.removes = _append(_drop_keys(self.removes, changed), removes)
@@ -89,45 +101,60 @@ class FileState:
 def canonical_path(paths: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """The replay key of a file path: scheme-less absolute paths and ``file:///`` forms become
     ``file:/...`` (as the reference qualifies them); relative paths are unchanged."""
-    if not pc.any(pc.or_(pc.starts_with(paths, "/"), pc.starts_with(paths, "file:"))).as_py():
+    if not k.any_starts_with(paths, (b"/", b"file:")):
         return paths
-    out = pc.replace_substring_regex(paths, pattern=r"^file:///", replacement="file:/")
-    return pc.replace_substring_regex(out, pattern=r"^/", replacement="file:/")
+    out = k.replace_regex(paths, "^file:///", "file:/")
+    return k.replace_regex(out, "^/", "file:/")
 
 
 def dv_unique_id(dv: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """``storageType + pathOrInlineDv`` (+ ``@offset``) per row; null where there is no DV."""
     if dv.null_count == len(dv):
         return pa.nulls(len(dv), pa.string())
-    base = pc.binary_join_element_wise(
-        pc.struct_field(dv, "storageType"), pc.struct_field(dv, "pathOrInlineDv"), ""
+    base = k.join_strings(
+        k.struct_field(dv, "storageType"), k.struct_field(dv, "pathOrInlineDv"), separator=""
     )
-    offset = pc.cast(pc.struct_field(dv, "offset"), pa.string())
-    with_offset = pc.binary_join_element_wise(base, offset, "@")
-    return pc.if_else(pc.is_null(offset), base, with_offset)
+    offset = k.cast(k.struct_field(dv, "offset"), pa.string())
+    with_offset = k.join_strings(base, offset, separator="@")
+    return k.if_else(k.is_null(offset), base, with_offset)
 
 
 # -- internals ------------------------------------------------------------------------------------
 
 
-def _empty(struct: pa.StructType) -> pa.Table:
-    return pa.schema([*struct, pa.field(KEY, pa.string()), pa.field(DV, pa.string())]).empty_table()
+def _empty(struct: pa.StructType, *, with_seq: bool = False) -> pa.Table:
+    fields = [*struct, pa.field(KEY, pa.string()), pa.field(DV, pa.string())]
+    if with_seq:
+        fields.append(pa.field(SEQ, pa.int64()))
+    schema = pa.schema(fields)
+    # pa.nulls, not schema.empty_table(): the latter asks pyarrow's pandas shim (imports pandas).
+    return pa.Table.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)
 
 
-def _keyed(column: pa.Array, seq: pa.Array) -> pa.Table:
+def _keyed_chunks(
+    column: pa.Array | pa.ChunkedArray, struct: pa.StructType, first_seq: int
+) -> pa.Table:
+    """:func:`_keyed` chunk by chunk, each conformed to ``struct`` (no copy when it has it)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    tables = []
+    for chunk in chunks:
+        tables.append(_keyed(conform_array(chunk, struct), first_seq))
+        first_seq += len(chunk)
+    if not tables:
+        return _empty(struct, with_seq=True)
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def _keyed(column: pa.Array, first_seq: int) -> pa.Table:
     """Flatten the valid rows of a struct column and add key, DV id and sequence columns."""
-    valid = pc.is_valid(column)
-    rows = (
-        pa.Table.from_struct_array(column.filter(valid))
-        if column.null_count
-        else pa.Table.from_struct_array(column)
-    )
+    n = len(column)
+    seq = np.arange(first_seq, first_seq + n, dtype=np.int64)
+    rows = pa.Table.from_struct_array(column)
+    if column.null_count:
+        valid = k.to_numpy_bool(k.is_valid(column))
+        rows, seq = k.select_rows(rows, valid), seq[valid]
     if rows.num_rows == 0:
-        return (
-            rows.append_column(KEY, pa.array([], pa.string()))
-            .append_column(DV, pa.array([], pa.string()))
-            .append_column(SEQ, pa.array([], pa.int64()))
-        )
+        return _empty(column.type, with_seq=True)
     path = rows["path"]
     if path.null_count:
         raise errors.InvalidTableError(
@@ -135,49 +162,77 @@ def _keyed(column: pa.Array, seq: pa.Array) -> pa.Table:
             "a file action has no path.",
             help="the log is corrupt; restore the commit from a backup.",
         )
-    seq = seq.filter(valid) if column.null_count else seq
     return (
         rows.append_column(KEY, canonical_path(path))
         .append_column(DV, dv_unique_id(rows["deletionVector"]))
-        .append_column(SEQ, seq)
+        .append_column(SEQ, k.int64s(seq))
     )
 
 
-def _concat(tables: list[pa.Table], struct: pa.StructType, *, with_seq: bool) -> pa.Table:
+def _concat(tables: list[pa.Table], struct: pa.StructType) -> pa.Table:
     if not tables:
-        empty = _empty(struct)
-        return empty.append_column(SEQ, pa.array([], pa.int64())) if with_seq else empty
+        return _empty(struct, with_seq=True)
     return pa.concat_tables(tables)
 
 
-def _last_per_key(adds: pa.Table, removes: pa.Table) -> pa.Array:
-    """Sequence numbers of the last action per (key, DV) among staged adds and removes."""
+def _composite(t: pa.Table, *, shortcut: bool = True) -> pa.Array | pa.ChunkedArray:
+    """The full replay key, ``key NUL dv``. With ``shortcut``, the path key alone when no row
+    has a deletion vector: only for keys compared among themselves, never across tables."""
+    if shortcut and t[DV].null_count == t.num_rows:
+        return t[KEY]
+    return k.join_strings(t[KEY], k.coalesce(t[DV], k.string_scalar("")), separator="\x00")
+
+
+def _last_per_key(adds: pa.Table, removes: pa.Table) -> np.ndarray:
+    """A numpy mask over the staged adds then removes: true on the last row of each (key, DV).
+
+    Rows are in sequence order within each table, but adds and removes interleave, so the last
+    row of a key is the one with the highest sequence number.
+    """
     keys = pa.concat_tables([adds.select([KEY, DV, SEQ]), removes.select([KEY, DV, SEQ])])
-    if keys.num_rows <= 1:
-        return keys[SEQ].combine_chunks()
-    last = keys.group_by([KEY, DV], use_threads=False).aggregate([(SEQ, "max")])
-    return last[f"{SEQ}_max"].combine_chunks()
+    n = keys.num_rows
+    keep = np.zeros(n, dtype=bool)
+    if n <= 1:
+        keep[:] = True
+        return keep
+    composite = _composite(keys)
+    if isinstance(composite, pa.ChunkedArray):
+        composite = composite.combine_chunks()
+    codes = k.dictionary_codes(composite)
+    seq = k.to_numpy_int(keys[SEQ])
+    # Sort rows by (code, seq); the last row of each code's run is its winner.
+    order = np.lexsort((seq, codes))
+    last = np.ones(n, dtype=bool)
+    last[:-1] = codes[order][1:] != codes[order][:-1]
+    keep[order[last]] = True
+    return keep
 
 
 def _drop_keys(base: pa.Table, changed: pa.Table) -> pa.Table:
     """``base`` without the rows whose (key, DV) is in ``changed``."""
     if base.num_rows == 0 or changed.num_rows == 0:
         return base
-    hit = pc.is_in(base[KEY], value_set=changed[KEY].combine_chunks())
-    if not pc.any(hit).as_py():
+    value_set = changed[KEY].combine_chunks()
+    hit = k.to_numpy_bool(k.is_in(base[KEY], value_set))
+    candidates = np.flatnonzero(hit)
+    if len(candidates) == 0:
         return base
-    # Only rows sharing a path can share the whole key; compare the composite on those alone.
-    candidates = pc.indices_nonzero(hit)
-    exact = pc.is_in(_composite(base.take(candidates)), value_set=_composite(changed))
-    drops = candidates.filter(pc.fill_null(exact, False)).to_numpy()
-    if len(drops) == 0:
-        return base
-    if len(drops) > MAX_SLICED_DROPS:
+    if base[DV].null_count != base.num_rows or changed[DV].null_count != changed.num_rows:
+        # Only rows sharing a path can share the whole key; compare the composite on those alone.
+        near = k.take(base.select([KEY, DV]), k.int64s(candidates))
+        wanted = _composite(changed, shortcut=False)
+        if isinstance(wanted, pa.ChunkedArray):
+            wanted = wanted.combine_chunks()
+        exact = k.is_in(_composite(near, shortcut=False), wanted)
+        candidates = candidates[k.to_numpy_bool(exact)]
+        if len(candidates) == 0:
+            return base
+    if len(candidates) > MAX_SLICED_DROPS:
         keep = np.ones(base.num_rows, dtype=bool)
-        keep[drops] = False
-        return base.filter(pa.array(keep))
+        keep[candidates] = False
+        return k.select_rows(base, keep)
     pieces, start = [], 0
-    for row in np.sort(drops):
+    for row in np.sort(candidates):
         if row > start:
             pieces.append(base.slice(start, row - start))
         start = int(row) + 1
@@ -193,7 +248,3 @@ def _append(base: pa.Table, rows: pa.Table) -> pa.Table:
     if out.num_rows and out.column(0).num_chunks > MAX_CHUNKS:
         out = out.combine_chunks()
     return out
-
-
-def _composite(t: pa.Table) -> pa.Array | pa.ChunkedArray:
-    return pc.binary_join_element_wise(t[KEY], pc.fill_null(t[DV], ""), "\x00")

@@ -25,9 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.actions import (
@@ -45,6 +43,7 @@ from deltalog.actions import (
     action_from_dict,
 )
 from deltalog.fields import conform_array
+from deltalog.log import kernels as k
 from deltalog.log.file_state import ADD_FIELDS, REMOVE_FIELDS, FileState
 
 
@@ -135,8 +134,10 @@ class InMemoryLogReplay:
         self._files.reconcile()
         removes = self._files.removes.select(list(REMOVE_FIELDS))
         if self.min_file_retention_timestamp is not None and removes.num_rows:
-            ts = pc.fill_null(removes["deletionTimestamp"], 0)
-            removes = removes.filter(pc.greater(ts, self.min_file_retention_timestamp))
+            # A tombstone without a deletion time counts as deleted at 0.
+            ts = k.coalesce(removes["deletionTimestamp"], k.int64_scalar(0))
+            live = k.greater(ts, k.int64_scalar(self.min_file_retention_timestamp))
+            removes = k.select_rows(removes, k.to_numpy_bool(live))
         return _without_data_change(removes)
 
     def set_transactions(self) -> list[SetTransaction]:
@@ -168,6 +169,8 @@ class InMemoryLogReplay:
         remove = pa.concat_arrays(
             [pa.nulls(n_add, REMOVE_SCHEMA), _as_struct(removes, REMOVE_SCHEMA)]
         )
+        import pyarrow.compute as pc  # writing a checkpoint (not the read path): paid here
+
         order = pc.sort_indices(
             pc.coalesce(pc.struct_field(add, "path"), pc.struct_field(remove, "path"))
         )
@@ -202,21 +205,15 @@ class InMemoryLogReplay:
                 column = table[key]
                 if column.null_count == len(column):
                     continue
-                for value in column.filter(pc.is_valid(column)).to_pylist():
+                for value in k.filter_rows(column, k.is_valid(column)).to_pylist():
                     action = action_from_dict(key, value)
                     if action is not None:
                         self._apply_non_file(action)
         n = table.num_rows
-        add = (
-            conform_array(table["add"], ADD_SCHEMA)
-            if "add" in table.column_names
-            else pa.nulls(n, ADD_SCHEMA)
-        )
-        remove = (
-            conform_array(table["remove"], REMOVE_SCHEMA)
-            if "remove" in table.column_names
-            else pa.nulls(n, REMOVE_SCHEMA)
-        )
+        # Conformed to the log layout by the file state, chunk by chunk (no copy of a
+        # checkpoint's row groups into one array).
+        add = table["add"] if "add" in table.column_names else pa.nulls(n, ADD_SCHEMA)
+        remove = table["remove"] if "remove" in table.column_names else pa.nulls(n, REMOVE_SCHEMA)
         self._files.stage(add, remove, reconciled=from_checkpoint)
 
     def _apply_non_file(self, action: Action) -> None:
@@ -234,9 +231,7 @@ class InMemoryLogReplay:
 def _without_data_change(table: pa.Table) -> pa.Table:
     """The reference's state convention: file actions in a snapshot carry ``dataChange=false``."""
     index = table.schema.get_field_index("dataChange")
-    return table.set_column(
-        index, "dataChange", pa.array(np.zeros(table.num_rows, dtype=bool), pa.bool_())
-    )
+    return table.set_column(index, "dataChange", k.falses(table.num_rows))
 
 
 def _as_struct(table: pa.Table, struct: pa.StructType) -> pa.StructArray:
