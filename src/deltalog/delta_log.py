@@ -40,6 +40,7 @@ from deltalog.storage.base import FileInfo, LogStore
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from deltalog.log.checkpoint_writer import CheckpointOptions
     from deltalog.log.filenames import LogFile
     from deltalog.log.history import CommitRecord
     from deltalog.log.segment import Checkpoint
@@ -87,6 +88,9 @@ class DeltaLog:
         staleness_limit_ms: how old a snapshot may be for ``update(staleness_acceptable=True)``
             to return it without waiting (0, the default, means always refresh synchronously).
         engine: ``"driver"``, ``"spark"`` or ``"auto"`` (by log size).
+        checkpoint_options: how checkpoints of this table are laid out (multi-part, V2
+            top-level format), by the post-commit hook and :meth:`checkpoint`; the Spark layer
+            sets it from the session's ``spark.databricks.delta.checkpoint.*`` settings.
     """
 
     _instances: ClassVar[dict[str, DeltaLog]] = {}
@@ -110,6 +114,7 @@ class DeltaLog:
         self.spark = spark
         self.engine: Engine = engine
         self.staleness_limit_ms = 0
+        self.checkpoint_options: CheckpointOptions | None = None
         self._lock = threading.RLock()
         self._async_update: threading.Thread | None = None
         self._snapshot: Snapshot | None = None
@@ -278,12 +283,16 @@ class DeltaLog:
             self, snapshot, isolation_level=isolation_level, user_metadata=user_metadata
         )
 
-    def checkpoint(self, snapshot: Snapshot | None = None) -> None:
-        """Write a checkpoint of ``snapshot`` (the latest by default), then clean expired log
-        files, as the reference's ``DeltaLog.checkpoint`` does."""
+    def checkpoint(
+        self, snapshot: Snapshot | None = None, options: CheckpointOptions | None = None
+    ) -> None:
+        """Write a checkpoint of ``snapshot`` (the latest by default), laid out by ``options``
+        (multi-part, V2 top-level format), then clean expired log files, as the reference's
+        ``DeltaLog.checkpoint`` does."""
         from deltalog.txn.hooks import checkpoint_and_clean
 
-        checkpoint_and_clean(self.store, snapshot or self.update())
+        options = options or self.checkpoint_options
+        checkpoint_and_clean(self.store, snapshot or self.update(), options)
 
     def replace_snapshot(self, new: Snapshot) -> None:
         """Install ``new`` as the current snapshot, dropping the old one's cached Spark state."""

@@ -312,3 +312,24 @@ def test_footer_stats_equal_arrow_stats(spark: Any, fmt: str, tmp_path: Path) ->
     assert got["maxValues"]["ts"] == "2024-01-01T10:00:00.123Z"
     assert got["minValues"]["f"] == -1.0 and "f" not in got["maxValues"]  # a NaN: no max
     assert got["nullCount"]["st"] == {"i": 2, "j": 1}
+
+
+def test_session_checkpoint_settings_lay_out_checkpoints(
+    spark: Any, fmt: str, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    rows = [(i, f"p{i % 3}") for i in range(9)]
+    df = spark.createDataFrame(rows, "id long, p string")
+    df.repartition(9).write.format(fmt).partitionBy("p").save(path)  # 9 adds
+    spark.conf.set("spark.databricks.delta.checkpoint.partSize", "4")
+    try:
+        DeltaTable.forPath(spark, path)
+        DeltaLog.for_table(path).checkpoint()
+    finally:
+        spark.conf.unset("spark.databricks.delta.checkpoint.partSize")
+    parts = sorted(p.name for p in (tmp_path / "t" / "_delta_log").glob("*.checkpoint.*"))
+    assert parts == [f"{0:020d}.checkpoint.{i:010d}.0000000003.parquet" for i in (1, 2, 3)]
+    (tmp_path / "t" / "_delta_log" / f"{0:020d}.json").unlink()  # only the parts are left
+    expected = canonical(pa.table({"id": [r[0] for r in rows], "p": [r[1] for r in rows]}))
+    assert canonical(oracle_rows(path)) == expected
+    assert canonical(duckdb_rows(path)) == expected

@@ -16,14 +16,17 @@ import pytest
 
 from deltalog import DeltaLog, errors
 from deltalog.log.checkpoint_writer import (
+    CheckpointOptions,
     checkpoint_file_name,
     checkpoint_schema,
+    part_file_name,
     spark_schema_json,
     write_checkpoint,
 )
 from deltalog.log.cleanup import cleanup_expired_logs, cutoff_timestamp
 from deltalog.log.filenames import commit_name
 from deltalog.log.last_checkpoint import LastCheckpointInfo, checksum, parse_last_checkpoint
+from deltalog.log.reader import checkpoint_sidecar_paths
 from deltalog.snapshot import Snapshot
 from deltalog.storage import LocalLogStore
 from tests.conformance.oracle import TABLES, oracle_state, our_state
@@ -94,14 +97,26 @@ def rows_or_error(read: Any, root: Path, version: int | None = None) -> list[str
         return f"error: {type(e).__name__}"
 
 
-def drop_log_files_through(root: Path, version: int, *, keep: str) -> None:
-    """Delete every commit, checkpoint and .crc at or below ``version`` except ``keep``, and
-    the sidecars: readers can only use the checkpoint ``keep``."""
+def drop_log_files_through(root: Path, version: int, *, keep: str | Snapshot) -> None:
+    """Delete every commit, checkpoint and .crc at or below ``version`` except ``keep`` (a file
+    name, or the checkpoint a snapshot was loaded from, with its sidecars), and every other
+    sidecar: readers can only use the checkpoint ``keep``."""
+    if isinstance(keep, str):
+        names, sidecars = {keep}, set()
+    else:
+        assert keep.segment.checkpoint is not None
+        names = {f.name for f in keep.segment.checkpoint.files}
+        sidecars = {
+            Path(p).name
+            for p in checkpoint_sidecar_paths(STORE, keep.segment.checkpoint, table=str(root))
+        }
     for f in log_dir(root).iterdir():
         name = f.name
-        if f.is_file() and name[:20].isdigit() and int(name[:20]) <= version and name != keep:
+        if f.is_file() and name[:20].isdigit() and int(name[:20]) <= version and name not in names:
             f.unlink()
-    shutil.rmtree(log_dir(root) / "_sidecars", ignore_errors=True)
+    for f in (log_dir(root) / "_sidecars").glob("*"):
+        if f.name not in sidecars:
+            f.unlink()
 
 
 def read_last_checkpoint(root: Path) -> dict[str, Any]:
@@ -250,7 +265,7 @@ def test_shared_tables(copy_table: Any, rel: str) -> None:
     assert after.segment.checkpoint_version == before.version
     assert state(after) == expected
 
-    drop_log_files_through(root, before.version, keep=checkpoint_file_name(before.version))
+    drop_log_files_through(root, before.version, keep=after)
     only = load(root)
     assert only.segment.checkpoint_version == before.version
     assert state(only) == expected
@@ -258,19 +273,121 @@ def test_shared_tables(copy_table: Any, rel: str) -> None:
     assert rows_or_error(duckdb_rows, root) == duck
 
 
-def test_v2_policy_writes_a_classic_named_v2_checkpoint(copy_table: Any) -> None:
+@pytest.mark.parametrize("top_level", ["parquet", "json"])
+def test_v2_policy_writes_sidecars_and_a_uuid_top_level_file(
+    copy_table: Any, top_level: str
+) -> None:
     root = copy_table("delta-rs/checkpoint-v2-table")
     s = load(root)
     assert s.properties.get("delta.checkpointPolicy") == "v2"
-    write_checkpoint(STORE, s)
-    path = log_dir(root) / checkpoint_file_name(s.version)
-    table = pq.read_table(path)
-    assert table.column_names == list(checkpoint_schema(v2=True).names)
-    assert table.column_names[-2:] == ["checkpointMetadata", "sidecar"]
-    headers = [r for r in table["checkpointMetadata"].to_pylist() if r is not None]
-    assert headers == [{"version": s.version, "tags": None}]
-    assert table["sidecar"].null_count == table.num_rows  # file actions are inline
-    assert "v2Checkpoint" not in read_last_checkpoint(root)  # a classic name: no V2 hint
+    expected = state(s)
+    duck = rows_or_error(duckdb_rows, root)
+    assert isinstance(duck, list) and duck
+    options = CheckpointOptions(sidecar_actions=2, v2_top_level_format=top_level)
+    info = write_checkpoint(STORE, s, options)
+
+    after = load(root)
+    cp = after.segment.checkpoint
+    assert cp is not None and cp.version == s.version and len(cp.files) == 1
+    top = Path(cp.files[0].path)
+    assert top.name.startswith(f"{s.version:020d}.checkpoint.") and top.suffix == f".{top_level}"
+    sidecars = [Path(p) for p in checkpoint_sidecar_paths(STORE, cp, table=str(root))]
+    n_files = len(expected["files"]) + len(expected["tombstones"])
+    assert len(sidecars) == -(-n_files // 2)  # at most two file actions per sidecar
+    in_sidecars = sum(pq.read_table(p).num_rows for p in sidecars)
+    assert in_sidecars == n_files
+    if top_level == "parquet":
+        table = pq.read_table(top)
+        assert table.column_names[-2:] == ["checkpointMetadata", "sidecar"]
+        assert table["add"].null_count == table["remove"].null_count == table.num_rows
+        headers = [r for r in table["checkpointMetadata"].to_pylist() if r is not None]
+    else:
+        lines = [json.loads(x) for x in top.read_text().splitlines()]
+        assert not any("add" in x or "remove" in x for x in lines)
+        assert sum("sidecar" in x for x in lines) == len(sidecars)
+        headers = [x["checkpointMetadata"] for x in lines if "checkpointMetadata" in x]
+    assert headers in ([{"version": s.version, "tags": None}], [{"version": s.version}])
+    assert (info.num_of_add_files, info.size) == (
+        len(expected["files"]),
+        n_files + len(headers) + 2 + len(expected["txns"]) + len(expected["domains"]),
+    )
+    assert ("checkpointSchema" in read_last_checkpoint(root)) == (top_level == "parquet")
+    assert state(after) == expected
+
+    # Only our checkpoint left: deltalog and DuckDB read it (deltalake 1.6.6 refuses the
+    # v2Checkpoint reader feature on any table).
+    drop_log_files_through(root, s.version, keep=after)
+    only = load(root)
+    assert only.segment.checkpoint_version == s.version and only.segment.commits == ()
+    assert state(only) == expected
+    assert rows_or_error(duckdb_rows, root) == duck
+
+
+def test_multi_part_checkpoint_is_read_by_every_reader(tmp_path: Path) -> None:
+    root = build_table(tmp_path / "t", partitioned=True)
+    s = load(root)
+    expected = state(s)
+    rows = rows_or_error(oracle_rows, root)
+    assert isinstance(rows, list) and rows == rows_or_error(duckdb_rows, root)
+    info = write_checkpoint(STORE, s, CheckpointOptions(part_size=4))
+
+    total = sum(1 for _ in expected["files"]) + len(expected["tombstones"]) + 2 + 1
+    parts = -(-total // 4)
+    names = sorted(p.name for p in log_dir(root).glob(f"{s.version:020d}.checkpoint.*.parquet"))
+    assert names == [part_file_name(s.version, i, parts) for i in range(1, parts + 1)]
+    assert sum(pq.read_metadata(log_dir(root) / n).num_rows for n in names) == total
+    obj = read_last_checkpoint(root)
+    assert (obj["parts"], obj["size"], obj["numOfAddFiles"]) == (
+        parts,
+        total,
+        len(expected["files"]),
+    )
+    assert info.parts == parts
+
+    drop_log_files_through(root, s.version, keep=load(root))
+    assert len(list(log_dir(root).glob("*.checkpoint.*"))) == parts
+    only = load(root)
+    assert only.segment.checkpoint_version == s.version and only.segment.commits == ()
+    assert state(only) == expected
+    dt = deltalake.DeltaTable(str(root))
+    assert dt.version() == s.version
+    assert oracle_state(dt, str(root)) == our_state(only)
+    assert rows_or_error(oracle_rows, root) == rows
+    assert rows_or_error(duckdb_rows, root) == rows
+
+
+def test_an_incomplete_multi_part_checkpoint_is_ignored_and_completed(tmp_path: Path) -> None:
+    # A writer killed between parts leaves some parts and no _last_checkpoint move.
+    root = build_table(tmp_path / "t", partitioned=False)
+    s = load(root)
+    expected = state(s)
+    hint = log_dir(root) / "_last_checkpoint"
+    assert not hint.exists()
+    write_checkpoint(STORE, s, CheckpointOptions(part_size=3))
+    parts = sorted(log_dir(root).glob(f"{s.version:020d}.checkpoint.*.parquet"))
+    assert len(parts) >= 3
+    parts[-1].unlink()
+    hint.unlink()
+    half = load(root)
+    assert half.segment.checkpoint_version != s.version  # not a checkpoint without every part
+    assert state(half) == expected
+    assert oracle_state(deltalake.DeltaTable(str(root)), str(root)) == our_state(half)
+
+    write_checkpoint(STORE, half, CheckpointOptions(part_size=3))  # the rerun keeps what is there
+    assert len(list(log_dir(root).glob(f"{s.version:020d}.checkpoint.*.parquet"))) == len(parts)
+    done = load(root)
+    assert done.segment.checkpoint_version == s.version
+    assert state(done) == expected
+
+
+def test_checkpoint_options_are_checked() -> None:
+    for bad in (
+        {"part_size": 0},
+        {"sidecar_actions": 0},
+        {"v2_top_level_format": "avro"},
+    ):
+        with pytest.raises(errors.InvalidArgumentError):
+            CheckpointOptions(**bad)
 
 
 def test_classic_tables_get_no_v2_columns(tmp_path: Path) -> None:
@@ -364,11 +481,12 @@ def test_reference_compat_checkpoint_is_kept(copy_table: Any) -> None:
     compat = log_dir(root) / checkpoint_file_name(s.version)
     shutil.copyfile(top, compat)
     top.unlink()
-    info = write_checkpoint(STORE, s)
-    assert compat.read_bytes()[:4] == b"PAR1" and compat.stat().st_size == info.size_in_bytes
-    assert (info.size, info.num_of_add_files) == (-1, None)  # counted in sidecars: unknown
+    assert load(root).segment.checkpoint_version == s.version  # the compat file serves
+    info = write_checkpoint(STORE, s)  # V2 policy: a UUID checkpoint of our own beside it
+    assert compat.read_bytes()[:4] == b"PAR1"
+    assert info.num_of_add_files == len(expected["files"])
     obj = read_last_checkpoint(root)
-    assert obj["checksum"] == checksum(obj) and "numOfAddFiles" not in obj
+    assert obj["checksum"] == checksum(obj)
     after = load(root)
     assert after.segment.checkpoint_version == s.version
     assert state(after) == expected
@@ -598,7 +716,10 @@ def test_cleanup_of_v2_checkpoints_sidecars_and_crc(copy_table: Any) -> None:
     write_checkpoint(STORE, s)
     now = now_ms()
     old = now - 40 * DAY
-    ours = log_dir(root) / checkpoint_file_name(latest)
+    cp = load(root).segment.checkpoint
+    assert cp is not None and cp.version == latest
+    ours = Path(cp.files[0].path)
+    (our_sidecar,) = checkpoint_sidecar_paths(STORE, cp, table=str(root))
     for f in [*log_dir(root).iterdir(), *(log_dir(root) / "_sidecars").iterdir()]:
         if f.is_file() and f != ours and f.name[:20].isdigit():
             v = int(f.name[:20])
@@ -612,7 +733,7 @@ def test_cleanup_of_v2_checkpoints_sidecars_and_crc(copy_table: Any) -> None:
     assert sorted(Path(p).name for p in deleted) == sorted(
         [commit_name(v) for v in range(6)] + [f"{v:020d}.crc" for v in range(6)]
     )
-    assert len(list((log_dir(root) / "_sidecars").iterdir())) == 2
+    assert len(list((log_dir(root) / "_sidecars").iterdir())) == 3  # theirs (2) and ours
     assert_versions_readable(root, expected)
 
     later = now + 60 * DAY
@@ -622,7 +743,8 @@ def test_cleanup_of_v2_checkpoints_sidecars_and_crc(copy_table: Any) -> None:
     names = {Path(p).name for p in deleted}
     assert {commit_name(v) for v in range(6, latest)} <= names
     assert sum(".checkpoint." in n and n.endswith(".json") for n in names) == 2  # UUID files
-    assert list((log_dir(root) / "_sidecars").iterdir()) == []  # no longer referenced
+    # Theirs are no longer referenced; ours is.
+    assert [p.name for p in (log_dir(root) / "_sidecars").iterdir()] == [Path(our_sidecar).name]
     assert sorted(p.name for p in log_dir(root).iterdir() if p.is_file()) == sorted(
         [ours.name, commit_name(latest), f"{latest:020d}.crc", "_last_checkpoint"]
     )

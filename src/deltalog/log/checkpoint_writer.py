@@ -1,23 +1,35 @@
 """Writing checkpoints (reference ``Checkpoints.writeCheckpoint``; PROTOCOL.md "Checkpoints").
 
-:func:`write_checkpoint` writes the state of a snapshot as one classic, single-file checkpoint
-``<v20>.checkpoint.parquet``, then points ``_last_checkpoint`` at it.
+:func:`write_checkpoint` writes the state of a snapshot as a checkpoint of one of the protocol's
+kinds, then points ``_last_checkpoint`` at it:
 
-* Content: protocol, metaData, live domainMetadata, unexpired txns, live adds and unexpired
-  tombstones (``commitInfo`` and ``cdc`` never). File actions carry ``dataChange=false``.
-* Parquet layout as the reference writes it: top-level columns ``txn, add, remove, metaData,
-  protocol, domainMetadata``, every field nullable, ``partitionValues``/``tags`` as
-  ``map<string,string>``, ``stats`` as JSON text at the end of ``add``, ``remove`` without
-  ``stats`` and ``tags``. ``partitionValues_parsed``/``stats_parsed`` are not written (optional
-  for every reader), so JSON stats are kept even under ``delta.checkpoint.writeStatsAsJson=false``
-  (the reference then relies on ``stats_parsed``; dropping both would lose the statistics).
-* Tables with ``delta.checkpointPolicy=v2`` (and the ``v2Checkpoint`` feature) get a V2
-  checkpoint under the classic name: the same file plus a ``checkpointMetadata`` row and an (empty)
-  ``sidecar`` column, all file actions inline. The protocol allows this; UUID-named files and
-  sidecars are not written.
-* The file appears atomically (put-if-absent). When it already exists another writer checkpointed
-  this version: its file is kept (a zero-length or unreadable one is replaced).
-* ``_last_checkpoint`` is written last, with its checksum, and never moved to an older version.
+* **classic** ``<v20>.checkpoint.parquet``, one file (the default);
+* **multi-part** ``<v20>.checkpoint.<i:010d>.<n:010d>.parquet`` when
+  :attr:`CheckpointOptions.part_size` is set and the state holds more actions than that (the
+  reference's ``spark.databricks.delta.checkpoint.partSize``): the rows are cut into ``n``
+  contiguous slices in the snapshot's (deterministic) order, so two deltalog writers of the
+  same version write the same parts;
+* **V2** for tables with ``delta.checkpointPolicy=v2`` (and the ``v2Checkpoint`` feature): file
+  actions go to sidecars ``_delta_log/_sidecars/<v20>.checkpoint.<i:010d>.<n:010d>.<uuid>.parquet``
+  of at most :attr:`CheckpointOptions.sidecar_actions` rows, then a UUID-named top-level file
+  ``<v20>.checkpoint.<uuid>.parquet`` (or ``.json``) holds ``checkpointMetadata``, the non-file
+  actions and one ``sidecar`` action per sidecar.
+
+Content: protocol, metaData, live domainMetadata, unexpired txns, live adds and unexpired
+tombstones (``commitInfo`` and ``cdc`` never), file actions with ``dataChange=false``. Parquet
+layout as the reference writes it: top-level columns ``txn, add, remove, metaData, protocol,
+domainMetadata``, every field nullable, ``partitionValues``/``tags`` as ``map<string,string>``,
+``stats`` as JSON text at the end of ``add``, ``remove`` without ``stats`` and ``tags``.
+``partitionValues_parsed``/``stats_parsed`` are not written (optional for every reader), so JSON
+stats are kept even under ``delta.checkpoint.writeStatsAsJson=false``.
+
+Crash safety: every file appears atomically (put-if-absent) and ``_last_checkpoint`` is written
+last, so a writer killed at any point leaves either no checkpoint, an incomplete multi-part set
+that readers ignore, sidecars no top-level file names (removed by log cleanup), or a complete
+checkpoint. A classic file or part that already exists was written by another writer of this
+version: it is kept (a zero-length or unreadable one is replaced). The number of live files in
+the rows is checked against the snapshot before anything is written. ``_last_checkpoint`` never
+moves to an older version.
 """
 
 from __future__ import annotations
@@ -25,18 +37,19 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deltalog import errors
-from deltalog.actions import LOG_SCHEMA, CheckpointMetadata
+from deltalog.actions import LOG_SCHEMA, Action, CheckpointMetadata, Sidecar
 from deltalog.features import is_feature_supported
 from deltalog.fields import conform_array
-from deltalog.log.filenames import LAST_CHECKPOINT
+from deltalog.log.filenames import LAST_CHECKPOINT, SIDECAR_DIR
 from deltalog.log.last_checkpoint import LastCheckpointInfo, checksum, parse_last_checkpoint
 from deltalog.schema import as_nullable, schema_from_arrow
 
@@ -54,9 +67,46 @@ _V2_KEYS = (*_CLASSIC_KEYS, "checkpointMetadata", "sidecar")
 _REMOVE_DROPPED = ("stats", "tags")
 
 
+@dataclass(frozen=True, slots=True)
+class CheckpointOptions:
+    """How to lay a checkpoint out (the reference's session settings).
+
+    Attributes:
+        part_size: the most actions per part of a classic checkpoint; more → multi-part
+            (``spark.databricks.delta.checkpoint.partSize``). ``None``: one file.
+        sidecar_actions: the most file actions per V2 sidecar.
+        v2_top_level_format: ``parquet`` or ``json``, the V2 top-level file's format
+            (``spark.databricks.delta.checkpointV2.topLevelFileFormat``).
+    """
+
+    part_size: int | None = None
+    sidecar_actions: int = 50_000
+    v2_top_level_format: str = "parquet"
+
+    def __post_init__(self) -> None:
+        if self.part_size is not None and self.part_size < 1:
+            raise errors.invalid_argument(
+                f"checkpoint part size must be positive: {self.part_size}"
+            )
+        if self.sidecar_actions < 1:
+            raise errors.invalid_argument(
+                f"actions per sidecar must be positive: {self.sidecar_actions}"
+            )
+        if self.v2_top_level_format not in ("parquet", "json"):
+            raise errors.invalid_argument(
+                "the V2 checkpoint top-level format must be 'parquet' or 'json', not "
+                f"{self.v2_top_level_format!r}"
+            )
+
+
 def checkpoint_file_name(version: int) -> str:
     """File name of the classic single-file checkpoint of ``version``."""
     return f"{version:020d}.checkpoint.parquet"
+
+
+def part_file_name(version: int, part: int, parts: int) -> str:
+    """File name of part ``part`` (1-based) of a ``parts``-part checkpoint of ``version``."""
+    return f"{version:020d}.checkpoint.{part:010d}.{parts:010d}.parquet"
 
 
 def checkpoint_schema(*, v2: bool = False) -> pa.Schema:
@@ -88,11 +138,15 @@ class _Written:
     num_actions: int  # -1 when unknown (file actions in sidecars of another writer's file)
     num_adds: int | None
     size_in_bytes: int
-    schema: pa.Schema
+    schema: pa.Schema | None  # None: a JSON top-level file (no checkpointSchema)
+    parts: int | None = None
 
 
-def write_checkpoint(store: LogStore, snapshot: Snapshot) -> LastCheckpointInfo:
-    """Write a checkpoint of ``snapshot`` at its version, then update ``_last_checkpoint``.
+def write_checkpoint(
+    store: LogStore, snapshot: Snapshot, options: CheckpointOptions | None = None
+) -> LastCheckpointInfo:
+    """Write a checkpoint of ``snapshot`` at its version (the kind the module describes), then
+    update ``_last_checkpoint``.
 
     Works for snapshots of either engine (only their public Arrow accessors are used).
 
@@ -104,23 +158,138 @@ def write_checkpoint(store: LogStore, snapshot: Snapshot) -> LastCheckpointInfo:
         InternalError: ``DELTA_CHECKPOINT_SNAPSHOT_MISMATCH`` when the rows prepared hold a
             different number of live files than the snapshot (nothing is written then).
     """
+    options = options or CheckpointOptions()
+    v2 = _uses_v2_checkpoints(snapshot)
+    head, files = checkpoint_rows(snapshot, v2=v2)
+    num_adds = files.num_rows - files["add"].null_count
+    if num_adds != snapshot.num_of_files:
+        raise errors.checkpoint_snapshot_mismatch(
+            snapshot.table_root, snapshot.version, num_adds, snapshot.num_of_files
+        )
+    if v2:
+        written = _write_v2(store, snapshot, head, files, options)
+    elif options.part_size is not None and head.num_rows + files.num_rows > options.part_size:
+        written = _write_parts(store, snapshot, pa.concat_tables([head, files]), options.part_size)
+    else:
+        written = _write_single(store, snapshot, pa.concat_tables([head, files]))
+    return _write_last_checkpoint(store, snapshot.segment.log_root, snapshot.version, written)
+
+
+def checkpoint_table(snapshot: Snapshot, *, v2: bool = False) -> pa.Table:
+    """The rows of a checkpoint of ``snapshot`` with every action inline
+    (:func:`checkpoint_schema`): the non-file actions (``checkpointMetadata`` first for V2),
+    then live adds, then unexpired tombstones."""
+    return pa.concat_tables(checkpoint_rows(snapshot, v2=v2))
+
+
+def checkpoint_rows(snapshot: Snapshot, *, v2: bool = False) -> tuple[pa.Table, pa.Table]:
+    """The non-file rows and the file rows (live adds, then unexpired tombstones) of a
+    checkpoint of ``snapshot``, both of :func:`checkpoint_schema`.
+
+    File rows keep the snapshot's order: sorting a million paths costs seconds and no reader
+    needs it.
+    """
+    schema = checkpoint_schema(v2=v2)
+    head = [a.wrap() for a in _non_file_actions(snapshot, v2=v2)]
+    head_table = pa.Table.from_pylist(head, schema=schema)
+
+    add_type: pa.StructType = schema.field("add").type
+    remove_type: pa.StructType = schema.field("remove").type
+    adds = _as_struct(snapshot.all_files_arrow(), add_type)
+    removes = _as_struct(snapshot.tombstones_arrow(), remove_type)
+    n_add, n_remove = len(adds), len(removes)
+    n = n_add + n_remove
+    columns = []
+    for field in schema:
+        if field.name == "add":
+            columns.append(pa.chunked_array([adds, pa.nulls(n_remove, add_type)], add_type))
+        elif field.name == "remove":
+            columns.append(pa.chunked_array([pa.nulls(n_add, remove_type), removes], remove_type))
+        else:
+            columns.append(pa.chunked_array([pa.nulls(n, field.type)], field.type))
+    return head_table, pa.Table.from_arrays(columns, schema=schema)
+
+
+def _write_single(store: LogStore, snapshot: Snapshot, table: pa.Table) -> _Written:
+    path = f"{snapshot.segment.log_root}/{checkpoint_file_name(snapshot.version)}"
+    return _put_parquet(store, snapshot, path, table)
+
+
+def _write_parts(store: LogStore, snapshot: Snapshot, table: pa.Table, part_size: int) -> _Written:
+    """A multi-part checkpoint: ``table`` cut into contiguous slices of ≤ ``part_size`` rows."""
+    parts = math.ceil(table.num_rows / part_size)
+    log_root = snapshot.segment.log_root
+    written = []
+    for i in range(parts):
+        path = f"{log_root}/{part_file_name(snapshot.version, i + 1, parts)}"
+        written.append(_put_parquet(store, snapshot, path, table.slice(i * part_size, part_size)))
+    adds = [w.num_adds for w in written]
+    return _Written(
+        sum(w.num_actions for w in written),
+        None if None in adds else sum(a for a in adds if a is not None),
+        sum(w.size_in_bytes for w in written),
+        table.schema,
+        parts,
+    )
+
+
+def _write_v2(
+    store: LogStore,
+    snapshot: Snapshot,
+    head: pa.Table,
+    files: pa.Table,
+    options: CheckpointOptions,
+) -> _Written:
+    """Sidecars of file actions first, then the UUID-named top-level file naming them."""
     log_root = snapshot.segment.log_root
     version = snapshot.version
-    v2 = _uses_v2_checkpoints(snapshot)
-    table = checkpoint_table(snapshot, v2=v2)
+    step = options.sidecar_actions
+    count = math.ceil(files.num_rows / step)
+    sidecars: list[Sidecar] = []
+    size = 0
+    actions = files.select(["add", "remove"])
+    for i in range(count):
+        name = f"{version:020d}.checkpoint.{i + 1:010d}.{count:010d}.{uuid.uuid4()}.parquet"
+        path = f"{log_root}/{SIDECAR_DIR}/{name}"
+        data = _to_parquet(actions.slice(i * step, step))
+        store.write_if_absent(path, data)  # a fresh UUID: never there before
+        info = store.stat(path)
+        size += info.size
+        sidecars.append(Sidecar(name, info.size, info.modification_time))
+    rows = [s.wrap() for s in sidecars]
+    top = pa.concat_tables([head, pa.Table.from_pylist(rows, schema=head.schema)])
+    if options.v2_top_level_format == "json":
+        path = f"{log_root}/{version:020d}.checkpoint.{uuid.uuid4()}.json"
+        lines = [a.to_json() for a in [*_non_file_actions(snapshot, v2=True), *sidecars]]
+        store.write_if_absent(path, ("\n".join(lines) + "\n").encode("utf-8"))
+        schema = None
+    else:
+        path = f"{log_root}/{version:020d}.checkpoint.{uuid.uuid4()}.parquet"
+        store.write_if_absent(path, _to_parquet(top))
+        schema = top.schema
+    size += store.stat(path).size
+    num_adds = files.num_rows - files["add"].null_count
+    return _Written(top.num_rows - count + files.num_rows, num_adds, size, schema)
 
-    expected = snapshot.num_of_files
-    num_adds = table.num_rows - table["add"].null_count
-    if num_adds != expected:
-        raise errors.checkpoint_snapshot_mismatch(snapshot.table_root, version, num_adds, expected)
+
+def _non_file_actions(snapshot: Snapshot, *, v2: bool) -> list[Action]:
+    """``checkpointMetadata`` (V2), protocol, metaData, live domains and unexpired txns."""
+    head: list[Action] = [CheckpointMetadata(version=snapshot.version)] if v2 else []
+    head += [snapshot.protocol, snapshot.metadata]
+    head += snapshot.domain_metadata
+    head += snapshot.set_transactions
+    return head
+
+
+def _put_parquet(store: LogStore, snapshot: Snapshot, path: str, table: pa.Table) -> _Written:
+    """Write ``table`` at ``path`` unless a usable file is there (kept, and described)."""
     data = _to_parquet(table)
     meta = pq.read_metadata(pa.BufferReader(data))
     if meta.num_rows != table.num_rows:
         raise errors.checkpoint_snapshot_mismatch(
-            snapshot.table_root, version, meta.num_rows, table.num_rows
+            snapshot.table_root, snapshot.version, meta.num_rows, table.num_rows
         )
-
-    path = f"{log_root}/{checkpoint_file_name(version)}"
+    num_adds = table.num_rows - table["add"].null_count
     written = _Written(table.num_rows, num_adds, len(data), table.schema)
     try:
         store.write_if_absent(path, data)
@@ -132,39 +301,7 @@ def write_checkpoint(store: LogStore, snapshot: Snapshot) -> LastCheckpointInfo:
         else:
             log.info("Checkpoint %s already exists; keeping it", path)
             written = existing
-    written = _Written(written.num_actions, written.num_adds, store.stat(path).size, written.schema)
-    return _write_last_checkpoint(store, log_root, version, written)
-
-
-def checkpoint_table(snapshot: Snapshot, *, v2: bool = False) -> pa.Table:
-    """The rows of a checkpoint of ``snapshot`` (:func:`checkpoint_schema`): the non-file
-    actions (``checkpointMetadata`` first for V2), then live adds, then unexpired tombstones."""
-    schema = checkpoint_schema(v2=v2)
-    head: list[dict[str, Any]] = []
-    if v2:
-        head.append(CheckpointMetadata(version=snapshot.version).wrap())
-    head.append(snapshot.protocol.wrap())
-    head.append(snapshot.metadata.wrap())
-    head += [d.wrap() for d in snapshot.domain_metadata]
-    head += [t.wrap() for t in snapshot.set_transactions]
-    head_table = pa.Table.from_pylist(head, schema=schema)
-
-    add_type: pa.StructType = schema.field("add").type
-    remove_type: pa.StructType = schema.field("remove").type
-    adds = _as_struct(_sorted_by_path(snapshot.all_files_arrow()), add_type)
-    removes = _as_struct(_sorted_by_path(snapshot.tombstones_arrow()), remove_type)
-    n_add, n_remove = len(adds), len(removes)
-    n = n_add + n_remove
-    columns = []
-    for field in schema:
-        if field.name == "add":
-            columns.append(pa.concat_arrays([adds, pa.nulls(n_remove, add_type)]))
-        elif field.name == "remove":
-            columns.append(pa.concat_arrays([pa.nulls(n_add, remove_type), removes]))
-        else:
-            columns.append(pa.nulls(n, field.type))
-    files = pa.Table.from_arrays(columns, schema=schema)
-    return pa.concat_tables([head_table, files]).combine_chunks()
+    return _Written(written.num_actions, written.num_adds, store.stat(path).size, written.schema)
 
 
 def spark_schema_json(schema: pa.Schema) -> dict[str, Any]:
@@ -184,12 +321,6 @@ def spark_schema_json(schema: pa.Schema) -> dict[str, Any]:
 def _uses_v2_checkpoints(snapshot: Snapshot) -> bool:
     policy = (snapshot.properties.get("delta.checkpointPolicy") or "classic").strip().lower()
     return policy == "v2" and is_feature_supported(snapshot.protocol, "v2Checkpoint")
-
-
-def _sorted_by_path(table: pa.Table) -> pa.Table:
-    if table.num_rows <= 1:
-        return table
-    return table.take(pc.sort_indices(table["path"]))
 
 
 def _as_struct(table: pa.Table, struct: pa.StructType) -> pa.Array:
@@ -251,18 +382,21 @@ def _write_last_checkpoint(
     info = LastCheckpointInfo(
         version=version,
         size=written.num_actions,
+        parts=written.parts,
         size_in_bytes=written.size_in_bytes,
         num_of_add_files=written.num_adds,
     )
     body = info.to_dict()
     # Another writer's file may hold a column type we do not map: the field is optional.
-    with contextlib.suppress(errors.DeltaWriteError):
-        body["checkpointSchema"] = spark_schema_json(written.schema)
+    if written.schema is not None:
+        with contextlib.suppress(errors.DeltaWriteError):
+            body["checkpointSchema"] = spark_schema_json(written.schema)
     digest = checksum(body)
     body["checksum"] = digest
     info = LastCheckpointInfo(
         version=info.version,
         size=info.size,
+        parts=info.parts,
         size_in_bytes=info.size_in_bytes,
         num_of_add_files=info.num_of_add_files,
         checksum=digest,

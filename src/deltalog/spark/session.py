@@ -8,11 +8,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from deltalog import errors
+
+if TYPE_CHECKING:
+    from deltalog.log.checkpoint_writer import CheckpointOptions
 from deltalog.timestamps import time_zone
 
 # Spark lists every explicit input path in a job of its own above this many paths; the log and
@@ -44,6 +47,25 @@ def conf_get(spark: Any, key: str, default: str) -> str:
     except Exception:  # Connect raises for unknown keys on some versions
         return default
     return default if value is None else str(value)
+
+
+def checkpoint_options(spark: Any) -> CheckpointOptions | None:
+    """The session's checkpoint layout settings (``None`` when none is set): the reference's
+    ``spark.databricks.delta.checkpoint.partSize`` and
+    ``spark.databricks.delta.checkpointV2.topLevelFileFormat``."""
+    from deltalog.log.checkpoint_writer import CheckpointOptions
+
+    part_size = conf_get(spark, "spark.databricks.delta.checkpoint.partSize", "")
+    top_level = conf_get(spark, "spark.databricks.delta.checkpointV2.topLevelFileFormat", "")
+    if not part_size and not top_level:
+        return None
+    try:
+        size = int(part_size) if part_size else None
+    except ValueError:
+        raise errors.invalid_argument(
+            f"spark.databricks.delta.checkpoint.partSize must be a number, not {part_size!r}"
+        ) from None
+    return CheckpointOptions(part_size=size, v2_top_level_format=top_level.lower() or "parquet")
 
 
 def session_time_zone(spark: Any) -> dt.tzinfo:

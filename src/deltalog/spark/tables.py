@@ -15,7 +15,7 @@ from deltalog.delta_log import DeltaLog
 from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
 from deltalog.spark.scan import read_snapshot
-from deltalog.spark.session import session_time_zone
+from deltalog.spark.session import checkpoint_options, session_time_zone
 from deltalog.timestamps import parse_timestamp
 
 if TYPE_CHECKING:
@@ -91,6 +91,7 @@ class DeltaTable:
             TableNotFoundError: ``path`` is not a Delta table.
         """
         log = DeltaLog.for_table(path)
+        log.checkpoint_options = checkpoint_options(sparkSession)
         log.update()
         return cls(sparkSession, log)
 

@@ -40,7 +40,7 @@ from deltalog.commands.write_into_delta import (
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import StructType, parse_schema
 from deltalog.spark import parquet_write
-from deltalog.spark.session import conf_get, to_arrow
+from deltalog.spark.session import checkpoint_options, conf_get, to_arrow
 from deltalog.write.file_writer import DataFileWriter, WriteLayout
 
 _ADD_COLUMN = "add"
@@ -112,6 +112,7 @@ def write_dataframe(
     """
     spark = df.sparkSession
     log = DeltaLog.for_table(path)
+    log.checkpoint_options = checkpoint_options(spark)
     write_options = parse_writer_options(
         spark, options or {}, mode=mode, partition_by=partition_by, table=log.table_root
     )

@@ -1,7 +1,8 @@
 """Post-commit hooks (reference ``PostCommitHook``s), run in order after a commit landed:
 
 1. checkpoint: every ``delta.checkpointInterval`` versions (10 by default; never at version 0),
-   a classic checkpoint of the committed version and ``_last_checkpoint``;
+   a checkpoint of the committed version (laid out by the log's ``checkpoint_options``) and
+   ``_last_checkpoint``;
 2. log cleanup: after a checkpoint, when ``delta.enableExpiredLogCleanup`` (default true),
    log files older than ``delta.logRetentionDuration`` that no retained version needs.
 
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from deltalog import errors
 
 if TYPE_CHECKING:
+    from deltalog.log.checkpoint_writer import CheckpointOptions
     from deltalog.snapshot import Snapshot
     from deltalog.storage.base import LogStore
     from deltalog.txn.operations import Operation
@@ -35,7 +37,7 @@ def run_post_commit_hooks(txn: Transaction, version: int, operation: Operation) 
                 return
             snapshot = txn.log.get_snapshot_at(version)
         if _checkpoint_due(snapshot, version):
-            checkpoint_and_clean(txn.log.store, snapshot)
+            checkpoint_and_clean(txn.log.store, snapshot, txn.log.checkpoint_options)
     except (errors.DeltaError, OSError) as e:
         log.warning(
             "Post-commit hook after version %d of %s failed (the commit stands): %s",
@@ -50,13 +52,15 @@ def _checkpoint_due(snapshot: Snapshot, version: int) -> bool:
     return version != 0 and version % interval == 0
 
 
-def checkpoint_and_clean(store: LogStore, snapshot: Snapshot) -> None:
-    """Checkpoint ``snapshot`` and then clean expired log files (the reference's
-    ``checkpoint`` + ``doLogCleanup``)."""
+def checkpoint_and_clean(
+    store: LogStore, snapshot: Snapshot, options: CheckpointOptions | None = None
+) -> None:
+    """Checkpoint ``snapshot`` (laid out by ``options``) and then clean expired log files (the
+    reference's ``checkpoint`` + ``doLogCleanup``)."""
     from deltalog.log.checkpoint_writer import write_checkpoint
     from deltalog.log.cleanup import cleanup_expired_logs
 
-    write_checkpoint(store, snapshot)
+    write_checkpoint(store, snapshot, options)
     if snapshot.metadata.configuration.get("delta.enableExpiredLogCleanup", "true") == "false":
         return
     cleanup_expired_logs(
