@@ -80,7 +80,9 @@ __all__ = [
     "delete",
     "merge",
     "register",
+    "restore",
     "update",
+    "vacuum",
     "write_table",
 ]
 __version__ = "0.1.0"
@@ -116,6 +118,37 @@ def merge(path: str, source: Any, on: Any, **clauses: Any) -> dict[str, int]:
     from deltalog.commands.merge_arrow import merge as run
 
     return run(path, source, on, **clauses)
+
+
+def vacuum(
+    path: str,
+    retention_hours: float | None = None,
+    dry_run: bool = False,
+    lite: bool = False,
+    enforce_retention_duration: bool = True,
+) -> Any:
+    """Delete files the table no longer needs (older than the retention, unreferenced); returns
+    a :class:`~deltalog.commands.vacuum.VacuumResult` (``.paths``: deleted, or to delete in a
+    dry run). See :func:`deltalog.commands.vacuum.vacuum`."""
+    from deltalog.commands.vacuum import vacuum as run
+
+    return run(
+        path,
+        retention_hours,
+        dry_run=dry_run,
+        lite=lite,
+        enforce_retention_duration=enforce_retention_duration,
+    )
+
+
+def restore(
+    path: str, version: int | None = None, timestamp: Any = None, **kwargs: Any
+) -> dict[str, int]:
+    """Restore the table to an earlier ``version`` or ``timestamp`` (a new commit); returns the
+    metrics. See :func:`deltalog.commands.restore.restore`."""
+    from deltalog.commands.restore import restore as run
+
+    return run(path, version=version, timestamp=timestamp, **kwargs)
 
 
 # The Spark file-state engine, named lazily so that importing deltalog never imports pyspark.

@@ -539,3 +539,10 @@ def _type_exists(t: DataType, name: str) -> bool:
     if isinstance(t, MapType):
         return _type_exists(t.key_type, name) or _type_exists(t.value_type, name)
     return False
+
+
+def merge_protocols(first: Protocol, second: Protocol) -> Protocol:
+    """The weakest protocol supporting every feature of both (the reference's
+    ``Protocol.merge``, as RESTORE uses it: never below either)."""
+    merged = _merge(first, _supported(second))
+    return _at_least(_at_least(merged, first), second)

@@ -132,6 +132,32 @@ class DeltaTable:
     def alias(self, aliasName: str) -> DeltaTable:
         return DeltaTable(self._spark, self._log, aliasName)
 
+    # -- maintenance: VACUUM and RESTORE ------------------------------------------------------
+
+    def vacuum(
+        self, retentionHours: float | None = None, *, dryRun: bool = False, lite: bool = False
+    ) -> DataFrame:
+        """Delete files no version within the retention needs (default the table's
+        ``delta.deletedFileRetentionDuration``); an empty DataFrame, as delta-spark. Extras:
+        ``dryRun`` returns the files it would delete (``path``), ``lite`` reads candidates
+        from the log instead of listing. A retention below the table's needs
+        ``spark.databricks.delta.retentionDurationCheck.enabled=false``."""
+        from deltalog.spark.maintenance_vacuum import vacuum
+
+        return vacuum(self._spark, self._log, retentionHours, dry_run=dryRun, lite=lite or None)
+
+    def restoreToVersion(self, version: int) -> DataFrame:
+        """Make ``version`` the current state (a new commit); delta-spark's metrics row."""
+        from deltalog.spark.maintenance_vacuum import restore
+
+        return restore(self._spark, self._log, version, None)
+
+    def restoreToTimestamp(self, timestamp: str) -> DataFrame:
+        """Restore the version current at ``timestamp`` (session time zone when it has none)."""
+        from deltalog.spark.maintenance_vacuum import restore
+
+        return restore(self._spark, self._log, None, timestamp)
+
     # -- DML ---------------------------------------------------------------------------------
 
     def delete(self, condition: str | Column | None = None) -> None:

@@ -182,3 +182,46 @@ def build_commit_info(
 
 def new_txn_id() -> str:
     return str(uuid.uuid4())
+
+
+# -- VACUUM and RESTORE (issue 12) ---------------------------------------------------------------
+
+
+def vacuum_start(
+    retention_check_enabled: bool,
+    specified_retention_ms: int | None,
+    default_retention_ms: int,
+    *,
+    num_files_to_delete: int,
+    size_of_data_to_delete: int,
+) -> Operation:
+    """``VACUUM START``: an empty commit before deleting; ``specifiedRetentionMillis`` only
+    when a retention was given."""
+    params: dict[str, Any] = {
+        "retentionCheckEnabled": retention_check_enabled,
+        "defaultRetentionMillis": default_retention_ms,
+    }
+    if specified_retention_ms is not None:
+        params["specifiedRetentionMillis"] = specified_retention_ms
+    return Operation(
+        "VACUUM START",
+        params,
+        {"numFilesToDelete": num_files_to_delete, "sizeOfDataToDelete": size_of_data_to_delete},
+    )
+
+
+def vacuum_end(num_deleted_files: int | None, num_vacuumed_directories: int | None) -> Operation:
+    """``VACUUM END``: ``status`` COMPLETED with the counts, or FAILED (no metrics) when the
+    deletes stopped on an error."""
+    if num_deleted_files is None or num_vacuumed_directories is None:
+        return Operation("VACUUM END", {"status": "FAILED"})
+    return Operation(
+        "VACUUM END",
+        {"status": "COMPLETED"},
+        {"numDeletedFiles": num_deleted_files, "numVacuumedDirectories": num_vacuumed_directories},
+    )
+
+
+def restore(version: int | None, timestamp: str | None, metrics: Mapping[str, int]) -> Operation:
+    """``RESTORE``: the version or the timestamp text asked for (the other one ``null``)."""
+    return Operation("RESTORE", {"version": version, "timestamp": timestamp}, dict(metrics))
