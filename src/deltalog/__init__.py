@@ -79,6 +79,7 @@ __all__ = [
     "Snapshot",
     "delete",
     "merge",
+    "optimize",
     "register",
     "update",
     "write_table",
@@ -116,6 +117,20 @@ def merge(path: str, source: Any, on: Any, **clauses: Any) -> dict[str, int]:
     from deltalog.commands.merge_arrow import merge as run
 
     return run(path, source, on, **clauses)
+
+
+def optimize(
+    path: str,
+    where: Any = None,
+    target_size: int | None = None,
+    z_order_by: Any = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Compact small files (or Z-order by ``z_order_by``) from plain Python; returns the
+    metrics. See :func:`deltalog.commands.optimize_arrow.optimize`."""
+    from deltalog.commands.optimize_arrow import optimize as run
+
+    return run(path, where, target_size, z_order_by, **options)
 
 
 # The Spark file-state engine, named lazily so that importing deltalog never imports pyspark.

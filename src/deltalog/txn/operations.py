@@ -182,3 +182,24 @@ def build_commit_info(
 
 def new_txn_id() -> str:
     return str(uuid.uuid4())
+
+
+def optimize(
+    predicates: Sequence[str],
+    z_order_by: Sequence[str] = (),
+    *,
+    auto: bool = False,
+    cluster_by: Sequence[str] = (),
+) -> Operation:
+    """``OPTIMIZE`` (reference ``DeltaOperations.Optimize``): ``predicate`` is the JSON list of
+    the partition filters' SQL, ``zOrderBy`` and ``clusterBy`` JSON lists (``zOrderBy`` empty
+    when clustering columns are given), ``auto`` true for auto compaction."""
+    return Operation(
+        "OPTIMIZE",
+        {
+            "predicate": list(predicates),
+            "zOrderBy": [] if cluster_by else list(z_order_by),
+            "clusterBy": list(cluster_by),
+            "auto": auto,
+        },
+    )
