@@ -141,7 +141,8 @@ def _write_z_ordered(
     rows = pa.concat_tables([read_live_rows(plan.snapshot, store, r) for r in b.files.to_pylist()])
     if rows.num_rows == 0:
         return []
-    rows = rows.take(pc.sort_indices(pa.table({"z": z_order_keys(rows, plan.z_order_by)}), ["z"]))
+    z = z_order_keys(rows, plan.z_order_by).to_numpy()
+    rows = rows.take(pa.array(np.argsort(z, kind="stable")))
     pieces = max(1, b.size // plan.settings.max_file_size)
     bounds = np.linspace(0, rows.num_rows, min(pieces, rows.num_rows) + 1).astype(int)
     out: list[AddFile] = []
@@ -203,8 +204,9 @@ def z_order_keys(rows: pa.Table, names: Sequence[str]) -> pa.Array:
 def _range_ids(column: pa.ChunkedArray, bits: int) -> np.ndarray:
     """Dense ranks (NULLs ranked first) scaled to ``[0, 2**bits)``: equal values share an id,
     and ids follow the values' order."""
-    ranks = pc.rank(column, sort_keys="ascending", null_placement="at_start", tiebreaker="dense")
-    r = ranks.to_numpy().astype(np.uint64) - np.uint64(1)
+    ranks = pc.rank(column, sort_keys="ascending", tiebreaker="dense")  # 1.., NULLs last
+    # NULLs become 0, ahead of every value (dense ranks start at 1).
+    r = pc.if_else(pc.is_null(column), 0, ranks).to_numpy().astype(np.uint64)
     distinct = int(r.max()) + 1 if len(r) else 1
     buckets = 1 << bits
     if distinct <= buckets:
