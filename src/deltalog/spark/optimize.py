@@ -193,6 +193,8 @@ def _z_order(
     spark: Any, txn: Transaction, plan: OptimizePlan, b: Bin, write_plan: WritePlan
 ) -> list[AddFile]:
     """One partition: range-partitioned on the Z-value into about size / maxFileSize files."""
+    from pyspark.sql import functions as F
+
     df = scan_dataframe(spark, plan.snapshot, txn.log.store, b.files)
     cols = list(plan.z_order_by)
     bits = bits_per_column(len(cols))
@@ -201,7 +203,7 @@ def _z_order(
     files = max(1, b.size // plan.settings.max_file_size)
     # The partition columns lead the sort so that the writer's own ordering is already met and
     # it adds no sort of its own, which would undo the Z-order inside each file.
-    order = [*write_plan.layout.partition_columns, _Z]
+    order = [F.col(f"`{c}`") for c in (*write_plan.layout.partition_columns, _Z)]
     out = df.withColumn(_Z, z).repartitionByRange(files, _Z).sortWithinPartitions(*order)
     adds, _ = write_rows(out.drop(_Z), write_plan)
     return adds
