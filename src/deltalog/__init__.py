@@ -79,6 +79,7 @@ __all__ = [
     "Snapshot",
     "delete",
     "merge",
+    "optimize",
     "register",
     "restore",
     "update",
@@ -149,6 +150,20 @@ def restore(
     from deltalog.commands.restore import restore as run
 
     return run(path, version=version, timestamp=timestamp, **kwargs)
+
+
+def optimize(
+    path: str,
+    where: Any = None,
+    target_size: int | None = None,
+    z_order_by: Any = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Compact small files (or Z-order by ``z_order_by``) from plain Python; returns the
+    metrics. See :func:`deltalog.commands.optimize_arrow.optimize`."""
+    from deltalog.commands.optimize_arrow import optimize as run
+
+    return run(path, where, target_size, z_order_by, **options)
 
 
 # The Spark file-state engine, named lazily so that importing deltalog never imports pyspark.

@@ -20,6 +20,7 @@ from deltalog.timestamps import parse_timestamp
 
 if TYPE_CHECKING:
     from deltalog.spark.merge import DeltaMergeBuilder
+    from deltalog.spark.optimize import DeltaOptimizeBuilder
 
 HISTORY_SCHEMA = T.StructType(
     [
@@ -192,6 +193,15 @@ class DeltaTable:
         from deltalog.spark.merge import DeltaMergeBuilder
 
         return DeltaMergeBuilder(self, source, condition)
+
+    # -- OPTIMIZE ----------------------------------------------------------------------------
+
+    def optimize(self) -> DeltaOptimizeBuilder:
+        """An OPTIMIZE of this table: add partition filters with ``where``, then
+        ``executeCompaction()`` or ``executeZOrderBy(cols)``."""
+        from deltalog.spark.optimize import DeltaOptimizeBuilder
+
+        return DeltaOptimizeBuilder(self._spark, self._log)
 
     def history(self, limit: int | None = None) -> DataFrame:
         """Commits newest first, with delta-spark's columns."""

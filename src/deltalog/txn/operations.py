@@ -225,3 +225,24 @@ def vacuum_end(num_deleted_files: int | None, num_vacuumed_directories: int | No
 def restore(version: int | None, timestamp: str | None, metrics: Mapping[str, int]) -> Operation:
     """``RESTORE``: the version or the timestamp text asked for (the other one ``null``)."""
     return Operation("RESTORE", {"version": version, "timestamp": timestamp}, dict(metrics))
+
+
+def optimize(
+    predicates: Sequence[str],
+    z_order_by: Sequence[str] = (),
+    *,
+    auto: bool = False,
+    cluster_by: Sequence[str] = (),
+) -> Operation:
+    """``OPTIMIZE`` (reference ``DeltaOperations.Optimize``): ``predicate`` is the JSON list of
+    the partition filters' SQL, ``zOrderBy`` and ``clusterBy`` JSON lists (``zOrderBy`` empty
+    when clustering columns are given), ``auto`` true for auto compaction."""
+    return Operation(
+        "OPTIMIZE",
+        {
+            "predicate": list(predicates),
+            "zOrderBy": [] if cluster_by else list(z_order_by),
+            "clusterBy": list(cluster_by),
+            "auto": auto,
+        },
+    )

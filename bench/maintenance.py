@@ -1,0 +1,154 @@
+"""Table maintenance: deltalog's OPTIMIZE (compaction) against deltalake on copies of one table.
+
+The table has 2,000 small files of 1,000 rows each (``id`` long, ``k`` long, ``v`` double,
+``s`` string; 2M rows, unpartitioned), written once in one commit. Every timed command runs on
+a fresh copy of it, so all engines start from identical tables:
+
+* deltalog through Spark: ``DeltaTable.forPath(spark, p).optimize().executeCompaction()``;
+* deltalog in plain Python: ``deltalog.optimize(p, target_size=...)``;
+* deltalake: ``deltalake.DeltaTable(p).optimize.compact(target_size=...)``.
+
+All three use the same target (128 MiB: files below it are compacted, bins up to it), so each
+leaves one file. Each figure is the median of 3 runs, the engines interleaved; Spark runs once
+untimed first (JIT, Python workers). Goal: ratio <= 1.0.
+
+``--quick``: 200 files, one run each. Run by hand: ``./dev bench maintenance``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / "_data" / "maintenance"
+ROWS_PER_FILE = 1000
+TARGET = 128 * 1024 * 1024
+
+
+def session() -> Any:
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("deltalog-bench-maintenance")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.driver.memory", "4g")
+        .config("spark.databricks.delta.optimize.maxFileSize", str(TARGET))
+        .config("spark.databricks.delta.optimize.minFileSize", str(TARGET))
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def build_base(files: int) -> Path:
+    """``files`` small files in one commit, written once by deltalog's Python writer."""
+    import deltalog
+
+    base = WORK / "base" / str(files)
+    if (base / "_delta_log").exists():
+        return base
+    shutil.rmtree(base, ignore_errors=True)
+    n = files * ROWS_PER_FILE
+    rng = np.random.default_rng(7)
+    ids = np.arange(n, dtype=np.int64)
+    data = pa.table(
+        {
+            "id": ids,
+            "k": rng.integers(0, 1000, n),
+            "v": rng.random(n),
+            "s": pa.array([f"s{i % 100_000}" for i in range(n)]),
+        }
+    )
+    deltalog.write_table(str(base), data, max_records_per_file=ROWS_PER_FILE)
+    return base
+
+
+def fresh(base: Path, name: str) -> str:
+    target = WORK / "run" / name
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(base, target)
+    return str(target)
+
+
+def spark_compaction(spark: Any) -> Callable[[str], Any]:
+    from deltalog.tables import DeltaTable
+
+    def run(path: str) -> Any:
+        return DeltaTable.forPath(spark, path).optimize().executeCompaction().collect()
+
+    return run
+
+
+def python_compaction(path: str) -> Any:
+    import deltalog
+
+    return deltalog.optimize(path, target_size=TARGET)
+
+
+def deltalake_compaction(path: str) -> Any:
+    import deltalake
+
+    return deltalake.DeltaTable(path).optimize.compact(target_size=TARGET)
+
+
+def measure(base: Path, name: str, command: Callable[[str], Any]) -> tuple[float, int]:
+    """Seconds of one run on a fresh copy, and the live files it left."""
+    import deltalake
+
+    path = fresh(base, name)
+    started = time.perf_counter()
+    command(path)
+    elapsed = time.perf_counter() - started
+    return elapsed, len(deltalake.DeltaTable(path).file_uris())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    files, repeat = (200, 1) if args.quick else (2000, 3)
+    import deltalog
+
+    spark = session()
+    deltalog.register(spark)
+    base = build_base(files)
+    engines: dict[str, Callable[[str], Any]] = {
+        "deltalog Spark": spark_compaction(spark),
+        "deltalog Python": python_compaction,
+        "deltalake": deltalake_compaction,
+    }
+    measure(base, "warm", engines["deltalog Spark"])  # JIT and Python workers: not timed
+    times: dict[str, list[float]] = {k: [] for k in engines}
+    left: dict[str, int] = {}
+    for _ in range(repeat):
+        for name, command in engines.items():
+            seconds, left[name] = measure(base, name.replace(" ", "-"), command)
+            times[name].append(seconds)
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"OPTIMIZE of {files:,} files x {ROWS_PER_FILE:,} rows; load average {load}")
+    theirs = statistics.median(times["deltalake"])
+    print(f"{'engine':<16} {'seconds':>8} {'files left':>11} {'ratio':>6}")
+    for name, runs in times.items():
+        m = statistics.median(runs)
+        print(f"{name:<16} {m:>8.2f} {left[name]:>11} {m / theirs:>6.2f}", flush=True)
+    shutil.rmtree(WORK / "run", ignore_errors=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE))
+    main()

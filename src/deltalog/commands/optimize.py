@@ -1,0 +1,549 @@
+"""OPTIMIZE without an engine: which files to rewrite, how to commit them, what to report
+(reference ``OptimizeTableCommand``, ``OptimizeTableStrategy``, ``OptimizeStats``; writes.md §4.5).
+
+The engines (Spark in :mod:`deltalog.spark.optimize`, pyarrow in
+:mod:`deltalog.commands.optimize_arrow`) turn each :class:`Bin` into new files; everything
+else is decided here:
+
+* ``where`` filters may name partition columns only (``DELTA_NON_PARTITION_COLUMN_REFERENCE``);
+* compaction candidates are the files smaller than ``optimize.minFileSize`` or whose deletion
+  vector deletes more than ``optimize.maxDeletedRowsRatio`` of their rows (or that have a vector
+  but no ``numRecords``); Z-order takes every file;
+* per partition, files sorted by size are packed greedily into bins of at most
+  ``optimize.maxFileSize`` bytes (Z-order: one bin per partition); a bin of one file is dropped
+  unless Z-ordering or the file carries a deletion vector to purge;
+* the commit removes and adds with ``dataChange=false`` (SnapshotIsolation: blind appends never
+  conflict), reads only the compacted files and the partition filter, and is retried after a
+  conflict while every compacted file is still live and the partitioning unchanged;
+* ``commitInfo`` carries the reference's parameters and ``operationMetrics``; the command returns
+  the reference's ``OptimizeMetrics``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from deltalog import errors
+from deltalog.actions import Action, AddFile, RemoveFile
+from deltalog.commands.dml import partition_matches
+from deltalog.commands.write_into_delta import remove_action
+from deltalog.errors import optimize as optimize_errors
+from deltalog.predicate import And, Not, Opaque, Or, Predicate, columns, parse_predicate
+from deltalog.table_properties import TableProperties
+from deltalog.txn import operations
+
+if TYPE_CHECKING:
+    from deltalog.delta_log import DeltaLog
+    from deltalog.snapshot import Snapshot
+    from deltalog.txn.transaction import Transaction
+
+CONF_PREFIX = "spark.databricks.delta.optimize."
+MIN_FILE_SIZE_CONF = CONF_PREFIX + "minFileSize"
+MAX_FILE_SIZE_CONF = CONF_PREFIX + "maxFileSize"
+MAX_DELETED_ROWS_RATIO_CONF = CONF_PREFIX + "maxDeletedRowsRatio"
+ZORDER_STATS_CHECK_CONF = optimize_errors.ZORDER_STATS_CHECK_CONF
+GIB = 1024 * 1024 * 1024
+# A lost commit is retried while the compacted files are still live; a bound keeps a table
+# rewritten in a loop by others from holding this command forever.
+MAX_RETRIES = 100
+
+
+# -- settings ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizeSettings:
+    """The reference's OPTIMIZE confs (defaults: 1 GiB, 1 GiB, 0.05, check on).
+
+    Attributes:
+        min_file_size: files smaller than this are compaction candidates.
+        max_file_size: the largest bin (compaction: one output file per bin); Z-order writes
+            about ``partition size / max_file_size`` files per partition.
+        max_deleted_rows_ratio: files whose deletion vector deletes more than this share of
+            their rows are candidates too.
+        check_z_order_stats: refuse Z-ordering on columns without statistics.
+    """
+
+    min_file_size: int = GIB
+    max_file_size: int = GIB
+    max_deleted_rows_ratio: float = 0.05
+    check_z_order_stats: bool = True
+
+    def __post_init__(self) -> None:
+        if self.min_file_size < 0:
+            raise errors.invalid_argument("minFileSize has to be positive")
+        if self.max_file_size <= 0:
+            raise errors.invalid_argument("maxFileSize has to be positive")
+        if not 0 <= self.max_deleted_rows_ratio <= 1:
+            raise errors.invalid_argument("maxDeletedRowsRatio must be in range [0.0, 1.0]")
+
+    @classmethod
+    def from_conf(cls, get: Callable[[str], str | None]) -> OptimizeSettings:
+        """Settings from session confs (``get`` returns a conf's value or ``None``)."""
+        check = (get(ZORDER_STATS_CHECK_CONF) or "true").strip().lower() != "false"
+        try:
+            return cls(
+                min_file_size=int(get(MIN_FILE_SIZE_CONF) or GIB),
+                max_file_size=int(get(MAX_FILE_SIZE_CONF) or GIB),
+                max_deleted_rows_ratio=float(get(MAX_DELETED_ROWS_RATIO_CONF) or 0.05),
+                check_z_order_stats=check,
+            )
+        except ValueError as e:
+            raise errors.invalid_argument(f"invalid OPTIMIZE conf value: {e}") from None
+
+
+# -- the plan ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Bin:
+    """Files of one partition rewritten together: compaction writes them as one file, Z-order
+    as about ``size / max_file_size`` files.
+
+    Attributes:
+        partition_values: the partition's values as the log writes them.
+        files: the files, rows of ``all_files_arrow()``, smallest first.
+    """
+
+    partition_values: Mapping[str, str | None]
+    files: pa.Table
+
+    @property
+    def size(self) -> int:
+        return sum(self.files.column("size").to_pylist())
+
+    @property
+    def num_files(self) -> int:
+        return self.files.num_rows
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizePlan:
+    """What one OPTIMIZE rewrites, decided on one snapshot.
+
+    Attributes:
+        snapshot: the snapshot the files were chosen from.
+        bins: the bins to rewrite, partition by partition.
+        predicates: the ``where`` filters' SQL (``commitInfo.operationParameters.predicate``).
+        partition_predicate: the filters parsed and joined with AND (``None``: every partition).
+        z_order_by: the Z-order columns, empty for compaction.
+        settings: the confs it was planned with.
+        considered: files matching the partition filter (``totalConsideredFiles``).
+    """
+
+    snapshot: Snapshot
+    bins: tuple[Bin, ...]
+    predicates: tuple[str, ...]
+    partition_predicate: Predicate | None
+    z_order_by: tuple[str, ...]
+    settings: OptimizeSettings
+    considered: int
+
+    @property
+    def files(self) -> pa.Table:
+        """Every file of every bin (the files the commit removes)."""
+        if not self.bins:
+            return self.snapshot.all_files_arrow().slice(0, 0)
+        return pa.concat_tables([b.files for b in self.bins])
+
+    @property
+    def operation(self) -> operations.Operation:
+        return operations.optimize(self.predicates, self.z_order_by)
+
+    def track_reads(self, txn: Transaction) -> None:
+        """Record in ``txn`` what OPTIMIZE read: the compacted files and the partition filter
+        (reference ``trackFilesRead`` + ``trackReadPredicates``). A concurrent remove of one of
+        those files then conflicts; a concurrent append does not (SnapshotIsolation)."""
+        txn.read_set.add_files(self.files.column("path"))
+        if self.partition_predicate is not None:
+            txn.read_set.predicates.append(self.partition_predicate)
+
+
+def plan_optimize(
+    snapshot: Snapshot,
+    where: str | Sequence[str] | None = None,
+    z_order_by: Sequence[str] = (),
+    settings: OptimizeSettings | None = None,
+) -> OptimizePlan:
+    """Choose the bins of an OPTIMIZE of ``snapshot``.
+
+    Raises:
+        InvalidArgumentError: a filter names a non-partition column or cannot be parsed; a
+            Z-order column is a partition column, missing, or has no statistics.
+    """
+    settings = settings or OptimizeSettings()
+    texts = _filter_texts(where)
+    predicate = partition_predicate(snapshot, texts)
+    z_cols = validate_z_order_columns(snapshot, z_order_by, settings.check_z_order_stats)
+    files = snapshot.all_files_arrow()
+    if predicate is not None and files.num_rows:
+        files = files.filter(partition_matches(snapshot, files, predicate))
+    candidates = files if z_cols else files.filter(_candidate_mask(files, settings))
+    max_bin = (2**63 - 1) if z_cols else settings.max_file_size
+    bins: list[Bin] = []
+    for values, group in _by_partition(snapshot, candidates):
+        for packed in _pack(group, max_bin):
+            if packed.num_rows > 1 or z_cols or _has_vector(packed):
+                bins.append(Bin(values, packed))
+    return OptimizePlan(
+        snapshot, tuple(bins), tuple(texts), predicate, z_cols, settings, files.num_rows
+    )
+
+
+def _filter_texts(where: str | Sequence[str] | None) -> list[str]:
+    if where is None:
+        return []
+    return [where] if isinstance(where, str) else list(where)
+
+
+def partition_predicate(snapshot: Snapshot, texts: Sequence[str]) -> Predicate | None:
+    """The ``where`` filters parsed, checked to name only partition columns, joined by AND.
+
+    Raises:
+        InvalidArgumentError: a filter cannot be parsed, or names a non-partition column.
+    """
+    root = snapshot.table_root
+    parts = list(snapshot.partition_columns)
+    lowered = {c.lower() for c in parts}
+    parsed: Predicate | None = None
+    for text in texts:
+        try:
+            p = parse_predicate(text)
+        except ValueError as e:
+            raise optimize_errors.unsupported_predicate(text, str(e), root) from None
+        if _has_opaque(p):
+            raise optimize_errors.unsupported_predicate(
+                text, "only comparisons of partition columns with literals are supported", root
+            )
+        for name in sorted(columns(p)):
+            if name.strip("`").lower() not in lowered:
+                raise optimize_errors.non_partition_column_reference(name, parts, root)
+        parsed = p if parsed is None else And(parsed, p)
+    return parsed
+
+
+def validate_z_order_columns(
+    snapshot: Snapshot, names: Sequence[str], check_stats: bool = True
+) -> tuple[str, ...]:
+    """The Z-order columns in the table's spelling (reference ``validateZorderByColumns``).
+
+    Raises:
+        InvalidArgumentError: a partition column (DELTA_ZORDERING_ON_PARTITION_COLUMN), a column
+            not in the data schema, or columns without statistics (checked last, all named).
+    """
+    from deltalog.write.stats import stats_columns
+
+    root = snapshot.table_root
+    parts = {c.lower() for c in snapshot.partition_columns}
+    data = {f.name.lower(): f.name for f in snapshot.schema.fields if f.name.lower() not in parts}
+    with_stats = {
+        ".".join(c.path).lower()
+        for c in stats_columns(
+            snapshot.schema,
+            snapshot.partition_columns,
+            snapshot.metadata.configuration,
+            snapshot.column_mapping_mode,
+        )
+    }
+    out, missing_stats = [], []
+    for raw in names:
+        name = raw.strip("`")
+        if name.lower() in parts:
+            raise optimize_errors.z_ordering_on_partition_column(raw, root)
+        if name.lower() not in data:
+            raise optimize_errors.z_ordering_column_does_not_exist(raw, root)
+        if name.lower() not in with_stats:
+            missing_stats.append(raw)
+        out.append(data[name.lower()])
+    if check_stats and missing_stats:
+        raise optimize_errors.z_ordering_on_column_without_stats(missing_stats, root)
+    return tuple(out)
+
+
+def _has_opaque(p: Predicate) -> bool:
+    if isinstance(p, Opaque):
+        return True
+    if isinstance(p, And | Or):
+        return _has_opaque(p.left) or _has_opaque(p.right)
+    if isinstance(p, Not):
+        return _has_opaque(p.child)
+    return False
+
+
+def _candidate_mask(files: pa.Table, settings: OptimizeSettings) -> pa.Array:
+    """Small files, and files with too many rows deleted by their deletion vector."""
+    sizes = files.column("size").to_pylist()
+    vectors = files.column("deletionVector").to_pylist()
+    stats = files.column("stats").to_pylist()
+    mask = []
+    for size, dv, text in zip(sizes, vectors, stats, strict=True):
+        mask.append(size < settings.min_file_size or _too_many_deleted(dv, text, settings))
+    return pa.array(mask, pa.bool_())
+
+
+def _too_many_deleted(dv: Any, stats: str | None, settings: OptimizeSettings) -> bool:
+    if not dv:
+        return False
+    records = json.loads(stats).get("numRecords") if stats else None
+    if not records:  # a vector without a row count: compact, the new file gets stats
+        return True
+    return bool(int(dv["cardinality"]) / int(records) > settings.max_deleted_rows_ratio)
+
+
+def _by_partition(
+    snapshot: Snapshot, files: pa.Table
+) -> list[tuple[dict[str, str | None], pa.Table]]:
+    """``files`` grouped by their typed partition values (``2024-01-01 00:00:00`` and
+    ``2024-01-01T00:00:00.000000Z`` are one partition), in a stable order."""
+    from deltalog.partition_values import typed_partition_values
+
+    if not files.num_rows:
+        return []
+    raw = [dict(pv or []) for pv in files.column("partitionValues").to_pylist()]
+    typed = typed_partition_values(
+        snapshot.schema,
+        snapshot.partition_columns,
+        raw,
+        column_mapping=snapshot.column_mapping_mode != "none",
+        table_root=snapshot.table_root,
+    )
+    keyed = [v.to_pylist() for v in typed.values()]
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i in range(files.num_rows):
+        key = tuple((v[i] is None, str(v[i])) for v in keyed)
+        groups.setdefault(key, []).append(i)
+    return [(raw[idx[0]], files.take(idx)) for _, idx in sorted(groups.items())]
+
+
+def _pack(files: pa.Table, max_bin: int) -> list[pa.Table]:
+    """Greedy bins of at most ``max_bin`` bytes over ``files`` sorted by size (a file larger
+    than ``max_bin`` gets a bin of its own)."""
+    sizes = files.column("size").to_pylist()
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])  # stable, as Scala's sortBy
+    bins: list[list[int]] = []
+    current: list[int] = []
+    total = 0
+    for i in order:
+        if current and total + sizes[i] > max_bin:
+            bins.append(current)
+            current, total = [], 0
+        current.append(i)
+        total += sizes[i]
+    if current:
+        bins.append(current)
+    return [files.take(b) for b in bins]
+
+
+def _has_vector(files: pa.Table) -> bool:
+    return any(dv is not None for dv in files.column("deletionVector").to_pylist())
+
+
+# -- actions and commit --------------------------------------------------------------------------
+
+
+def remove_actions(files: pa.Table, now_ms: int) -> list[RemoveFile]:
+    """The ``remove`` of each rewritten file, ``dataChange=false``."""
+    return [
+        dataclasses.replace(remove_action(row, now_ms), data_change=False)
+        for row in files.to_pylist()
+    ]
+
+
+def commit(
+    log: DeltaLog,
+    txn: Transaction,
+    plan: OptimizePlan,
+    actions: Sequence[Action],
+    operation: operations.Operation,
+) -> int:
+    """Commit the rewrite; after a conflict, retry on the latest snapshot while every
+    compacted file (path and deletion vector) is still live and the partition columns are the
+    same (reference ``commitAndRetry``), else raise the conflict.
+
+    Raises:
+        DeltaConcurrentModificationException: a concurrent commit removed a compacted file.
+    """
+    wanted = _file_keys(plan.files.to_pylist())
+    attempt = 0
+    while True:
+        try:
+            return txn.commit(actions, operation)
+        except errors.DeltaConcurrentModificationException:
+            attempt += 1
+            latest = log.update()
+            files = latest.all_files_arrow().select(["path", "deletionVector"])
+            live = _file_keys(files.to_pylist())
+            same_parts = list(latest.partition_columns) == list(plan.snapshot.partition_columns)
+            if attempt > MAX_RETRIES or not same_parts or not wanted <= live:
+                raise
+            txn = log.start_transaction()
+            plan.track_reads(txn)
+
+
+def _file_keys(rows: Iterable[Mapping[str, Any]]) -> set[tuple[str, str | None]]:
+    from deltalog.actions import DeletionVectorDescriptor
+    from deltalog.log.file_state import canonical_path
+
+    paths, dvs = [], []
+    for row in rows:
+        paths.append(row["path"])
+        dv = row.get("deletionVector")
+        dvs.append(DeletionVectorDescriptor.from_dict(dv).unique_id if dv else None)
+    canon = canonical_path(pa.array(paths, pa.string())).to_pylist() if paths else []
+    return set(zip(canon, dvs, strict=True))
+
+
+# -- metrics -------------------------------------------------------------------------------------
+
+
+def commit_metrics(adds: Sequence[AddFile], removes: Sequence[RemoveFile]) -> dict[str, int]:
+    """``commitInfo.operationMetrics`` (reference ``DeltaOperationMetrics.OPTIMIZE``): counts,
+    bytes, percentiles of the added files' sizes, deletion vectors removed."""
+    sizes = sorted(a.size for a in adds)
+    n = len(sizes)
+    out = {
+        "numAddedFiles": n,
+        "numRemovedFiles": len(removes),
+        "numAddedBytes": sum(sizes),
+        "numRemovedBytes": sum(r.size or 0 for r in removes),
+        "numDeletionVectorsRemoved": sum(1 for r in removes if r.deletion_vector is not None),
+    }
+    if n:
+        out.update(
+            minFileSize=sizes[0],
+            p25FileSize=sizes[n // 4],
+            p50FileSize=sizes[n // 2],
+            p75FileSize=sizes[n * 3 // 4],
+            maxFileSize=sizes[-1],
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class FileSizeMetrics:
+    """Sizes of the files added or removed (reference ``FileSizeMetrics``)."""
+
+    min: int | None
+    max: int | None
+    avg: float
+    total_files: int
+    total_size: int
+
+    @classmethod
+    def of(cls, sizes: Sequence[int]) -> FileSizeMetrics:
+        if not sizes:
+            return cls(None, None, 0.0, 0, 0)
+        total = sum(sizes)
+        return cls(min(sizes), max(sizes), total / len(sizes), len(sizes), total)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "min": self.min,
+            "max": self.max,
+            "avg": self.avg,
+            "totalFiles": self.total_files,
+            "totalSize": self.total_size,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizeMetrics:
+    """What OPTIMIZE returns (reference ``OptimizeMetrics``; :meth:`to_dict` has its field
+    names and order). Clustering and auto-compaction fields are always empty here."""
+
+    files_added: FileSizeMetrics
+    files_removed: FileSizeMetrics
+    partitions_optimized: int
+    z_order_stats: dict[str, Any] | None
+    num_bins: int
+    num_batches: int
+    total_considered_files: int
+    start_time_ms: int
+    end_time_ms: int
+    total_cluster_parallelism: int
+    deletion_vector_stats: dict[str, int] | None
+    num_table_columns: int
+    num_table_columns_with_stats: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "numFilesAdded": self.files_added.total_files,
+            "numFilesRemoved": self.files_removed.total_files,
+            "filesAdded": self.files_added.to_dict(),
+            "filesRemoved": self.files_removed.to_dict(),
+            "partitionsOptimized": self.partitions_optimized,
+            "zOrderStats": self.z_order_stats,
+            "clusteringStats": None,
+            "numBins": self.num_bins,
+            "numBatches": self.num_batches,
+            "totalConsideredFiles": self.total_considered_files,
+            "totalFilesSkipped": self.total_considered_files - self.files_removed.total_files,
+            "preserveInsertionOrder": False,
+            "numFilesSkippedToReduceWriteAmplification": 0,
+            "numBytesSkippedToReduceWriteAmplification": 0,
+            "startTimeMs": self.start_time_ms,
+            "endTimeMs": self.end_time_ms,
+            "totalClusterParallelism": self.total_cluster_parallelism,
+            "totalScheduledTasks": 0,
+            "autoCompactParallelismStats": None,
+            "deletionVectorStats": self.deletion_vector_stats,
+            "numTableColumns": self.num_table_columns,
+            "numTableColumnsWithStats": self.num_table_columns_with_stats,
+        }
+
+
+def optimize_metrics(
+    plan: OptimizePlan,
+    adds: Sequence[AddFile],
+    removes: Sequence[RemoveFile],
+    *,
+    start_ms: int,
+    parallelism: int = 1,
+) -> OptimizeMetrics:
+    """The returned metrics of a run of ``plan`` that wrote ``adds`` and removes ``removes``
+    (one batch: the reference's count without ``optimize.batchSize``)."""
+    removed = FileSizeMetrics.of([r.size or 0 for r in removes])
+    partitions = len({tuple(sorted(b.partition_values.items())) for b in plan.bins})
+    vectors = [r.deletion_vector for r in removes if r.deletion_vector is not None]
+    dv_stats = None
+    if vectors:
+        dv_stats = {
+            "numDeletionVectorsRemoved": len(vectors),
+            "numDeletionVectorRowsRemoved": sum(v.cardinality for v in vectors),
+        }
+    z_stats = None
+    if plan.z_order_by:
+        merged = {"num": removed.total_files, "size": removed.total_size}
+        z_stats = {
+            "strategyName": "all",  # every file of a partition is rewritten
+            "inputCubeFiles": {"num": 0, "size": 0},
+            "inputOtherFiles": merged,
+            "inputNumCubes": 0,
+            "mergedFiles": merged,
+            "numOutputCubes": partitions,  # one cube per partition
+            "mergedNumCubes": None,
+        }
+    num_columns = len(plan.snapshot.schema.fields)
+    indexed = TableProperties(plan.snapshot.metadata.configuration).data_skipping_num_indexed_cols
+    return OptimizeMetrics(
+        files_added=FileSizeMetrics.of([a.size for a in adds]),
+        files_removed=removed,
+        partitions_optimized=partitions,
+        z_order_stats=z_stats,
+        num_bins=len(plan.bins),
+        num_batches=1,
+        total_considered_files=plan.considered,
+        start_time_ms=start_ms,
+        end_time_ms=int(time.time() * 1000),
+        total_cluster_parallelism=parallelism,
+        deletion_vector_stats=dv_stats,
+        num_table_columns=num_columns,
+        num_table_columns_with_stats=num_columns if indexed < 0 else min(indexed, num_columns),
+    )

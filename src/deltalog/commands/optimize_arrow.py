@@ -1,0 +1,214 @@
+"""OPTIMIZE from plain Python on pyarrow, no Spark: ``deltalog.optimize(path, ...)``.
+
+The plan, the commit and the metrics are :mod:`deltalog.commands.optimize`'s; here each bin's
+files are read (deleted rows dropped, partition values added) and written back with the
+table's :class:`~deltalog.write.file_writer.DataFileWriter`, so the new files get statistics
+like every other write:
+
+* compaction: one file per bin, the files streamed through one writer (never all in memory);
+* Z-order: a partition's rows are read together, ordered by an interleaved-bits Z-value over
+  each column's rank bucket (:func:`z_order_keys`), and cut into ``max(1, size //
+  max_file_size)`` files of equal row counts, as the reference's range partitioning does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog import errors
+from deltalog.actions import AddFile, DeletionVectorDescriptor
+from deltalog.commands.optimize import (
+    GIB,
+    Bin,
+    OptimizePlan,
+    OptimizeSettings,
+    commit,
+    commit_metrics,
+    optimize_metrics,
+    plan_optimize,
+    remove_actions,
+)
+from deltalog.data_files import read_parquet, to_logical
+from deltalog.delta_log import DeltaLog
+from deltalog.features import check_write_supported
+from deltalog.write.file_writer import DataFileWriter, WriteLayout
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+    from deltalog.storage.base import LogStore
+
+# Range ids per column: the reference's 1000 (``optimize.zorder.numRanges``) rounded to a power
+# of two, fewer bits per column when many columns must fit one 64-bit Z-value.
+MAX_BITS_PER_COLUMN = 10
+# One output file per bin: the writer never rolls a bin over into a second file.
+_ONE_FILE = 2**62
+
+
+def optimize(
+    path: str,
+    where: str | Sequence[str] | None = None,
+    target_size: int | None = None,
+    z_order_by: Sequence[str] | None = None,
+    *,
+    min_file_size: int | None = None,
+    max_deleted_rows_ratio: float = 0.05,
+) -> dict[str, Any]:
+    """Compact the small files of the Delta table at ``path`` (or Z-order it by
+    ``z_order_by``), in this process.
+
+    Args:
+        where: SQL filter(s) on partition columns: only matching partitions are rewritten.
+        target_size: bytes per output file (``optimize.maxFileSize``; 1 GiB by default).
+        z_order_by: data columns with statistics to cluster the rows by.
+        min_file_size: files below it are compacted; ``target_size`` by default, as
+            ``deltalake``'s ``compact`` (the reference's own default is 1 GiB).
+        max_deleted_rows_ratio: files whose deletion vector deletes more than this share of
+            their rows are rewritten too.
+
+    Returns:
+        The reference's ``OptimizeMetrics`` as a dict (``numFilesAdded``, ``numFilesRemoved``,
+        ``filesAdded``...). Nothing is committed when no bin is left to rewrite.
+
+    Raises:
+        TableNotFoundError: no table at ``path``.
+        InvalidArgumentError: a filter on a non-partition column; a bad Z-order column.
+        DeltaConcurrentModificationException: a concurrent commit removed a compacted file.
+    """
+    started = int(time.time() * 1000)
+    log = DeltaLog.for_table(path)
+    log.update()
+    txn = log.start_transaction()
+    snapshot = txn.snapshot
+    if snapshot is None:
+        raise errors.table_not_found(log.table_root)
+    check_write_supported(snapshot.protocol, log.table_root)
+    max_size = target_size or GIB
+    settings = OptimizeSettings(
+        min_file_size=max_size if min_file_size is None else min_file_size,
+        max_file_size=max_size,
+        max_deleted_rows_ratio=max_deleted_rows_ratio,
+    )
+    plan = plan_optimize(snapshot, where, tuple(z_order_by or ()), settings)
+    plan.track_reads(txn)
+    now = int(time.time() * 1000)
+    adds = write_bins(plan, log.store)
+    removes = remove_actions(plan.files, now)
+    if adds:
+        operation = plan.operation.with_metrics(commit_metrics(adds, removes))
+        commit(log, txn, plan, [*removes, *adds], operation)
+    else:
+        removes = []
+    return optimize_metrics(plan, adds, removes, start_ms=started).to_dict()
+
+
+def write_bins(plan: OptimizePlan, store: LogStore) -> list[AddFile]:
+    """Write every bin of ``plan``; the ``add`` actions (``dataChange=false``). On failure
+    every file written so far is deleted."""
+    layout = WriteLayout.of(plan.snapshot, target_file_size=_ONE_FILE, data_change=False)
+    written: list[AddFile] = []
+    try:
+        for b in plan.bins:
+            if plan.z_order_by:
+                written += _write_z_ordered(plan, b, layout, store)
+            else:
+                written += _write_compacted(plan.snapshot, b, layout, store)
+    except BaseException:
+        for add in written:
+            store.delete(_resolve(plan.snapshot, add.path))
+        raise
+    return written
+
+
+def _write_compacted(
+    snapshot: Snapshot, b: Bin, layout: WriteLayout, store: LogStore
+) -> list[AddFile]:
+    with DataFileWriter(store, layout) as writer:
+        for row in b.files.to_pylist():
+            writer.add(read_live_rows(snapshot, store, row))
+        return writer.finish()
+
+
+def _write_z_ordered(
+    plan: OptimizePlan, b: Bin, layout: WriteLayout, store: LogStore
+) -> list[AddFile]:
+    rows = pa.concat_tables([read_live_rows(plan.snapshot, store, r) for r in b.files.to_pylist()])
+    if rows.num_rows == 0:
+        return []
+    z = z_order_keys(rows, plan.z_order_by).to_numpy()
+    rows = rows.take(pa.array(np.argsort(z, kind="stable")))
+    pieces = max(1, b.size // plan.settings.max_file_size)
+    bounds = np.linspace(0, rows.num_rows, min(pieces, rows.num_rows) + 1).astype(int)
+    out: list[AddFile] = []
+    for lo, hi in itertools.pairwise(bounds):
+        with DataFileWriter(store, layout) as writer:
+            out += writer.write(rows.slice(int(lo), int(hi - lo)))
+    return out
+
+
+def read_live_rows(snapshot: Snapshot, store: LogStore, row: Mapping[str, Any]) -> pa.Table:
+    """A live file's logical rows: deletion vector applied, partition values added."""
+    from deltalog.deletion_vectors import read_deletion_vector
+
+    root = snapshot.table_root
+    data = read_parquet(_resolve(snapshot, row["path"]), root)
+    dv = row.get("deletionVector")
+    if dv:
+        deleted = read_deletion_vector(store, root, DeletionVectorDescriptor.from_dict(dv))
+        keep = np.ones(data.num_rows, dtype=bool)
+        keep[deleted[deleted < data.num_rows].astype(np.int64)] = False
+        data = data.filter(pa.array(keep))
+    return to_logical(
+        data,
+        snapshot.schema,
+        snapshot.partition_columns,
+        snapshot.column_mapping_mode,
+        dict(row.get("partitionValues") or []),
+    )
+
+
+def _resolve(snapshot: Snapshot, path: str) -> str:
+    from deltalog.paths import resolve
+
+    return resolve(snapshot.table_root, path)
+
+
+# -- Z-order -------------------------------------------------------------------------------------
+
+
+def bits_per_column(num_columns: int) -> int:
+    """Range-id bits per column so that the interleaved value fits 63 bits."""
+    return max(1, min(MAX_BITS_PER_COLUMN, 63 // max(1, num_columns)))
+
+
+def z_order_keys(rows: pa.Table, names: Sequence[str]) -> pa.Array:
+    """Each row's Z-value: the bits of every column's range id (its dense rank scaled to
+    ``2**bits`` buckets; NULL first) interleaved, the first column's bit the most significant
+    of each group."""
+    bits = bits_per_column(len(names))
+    ids = [_range_ids(rows.column(n), bits) for n in names]
+    z = np.zeros(rows.num_rows, dtype=np.uint64)
+    k = len(ids)
+    for bit in range(bits):
+        for j, r in enumerate(ids):
+            z |= ((r >> np.uint64(bit)) & np.uint64(1)) << np.uint64(bit * k + (k - 1 - j))
+    return pa.array(z)
+
+
+def _range_ids(column: pa.ChunkedArray, bits: int) -> np.ndarray:
+    """Dense ranks (NULLs ranked first) scaled to ``[0, 2**bits)``: equal values share an id,
+    and ids follow the values' order."""
+    ranks = pc.rank(column, sort_keys="ascending", tiebreaker="dense")  # 1.., NULLs last
+    # NULLs become 0, ahead of every value (dense ranks start at 1).
+    r = pc.if_else(pc.is_null(column), 0, ranks).to_numpy().astype(np.uint64)
+    distinct = int(r.max()) + 1 if len(r) else 1
+    buckets = 1 << bits
+    if distinct <= buckets:
+        return r
+    return (r * np.uint64(buckets)) // np.uint64(distinct)

@@ -1,0 +1,54 @@
+"""Errors of OPTIMIZE, with the reference's error classes and messages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from deltalog.errors import InvalidArgumentError
+
+ZORDER_STATS_CHECK_CONF = "spark.databricks.delta.optimize.zorder.checkStatsCollection.enabled"
+
+
+def non_partition_column_reference(
+    column: str, partition_columns: Iterable[str], table: str
+) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "DELTA_NON_PARTITION_COLUMN_REFERENCE",
+        f"Predicate references non-partition column '{column}'. Only the partition columns "
+        f"may be referenced: [{', '.join(partition_columns)}]",
+        table=table,
+    )
+
+
+def z_ordering_on_partition_column(column: str, table: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "DELTA_ZORDERING_ON_PARTITION_COLUMN",
+        f"{column} is a partition column. Z-Ordering can only be performed on data columns",
+        table=table,
+    )
+
+
+def z_ordering_column_does_not_exist(column: str, table: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "DELTA_ZORDERING_COLUMN_DOES_NOT_EXIST",
+        f"Z-Ordering column {column} does not exist in data schema.",
+        table=table,
+    )
+
+
+def z_ordering_on_column_without_stats(columns: Iterable[str], table: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS",
+        f"Z-Ordering on [{', '.join(columns)}] will be ineffective, because we currently do not "
+        f"collect stats for these columns. You can disable this check by setting "
+        f"SET {ZORDER_STATS_CHECK_CONF} = false",
+        table=table,
+    )
+
+
+def unsupported_predicate(where: str, reason: str, table: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "DELTA_UNSUPPORTED_PREDICATE",
+        f"cannot parse the OPTIMIZE partition filter {where!r}: {reason}",
+        table=table,
+    )

@@ -1,0 +1,170 @@
+"""OPTIMIZE through Spark (``DeltaTable.optimize()``): compaction with a partition filter,
+Z-order, deletion-vector purge and delta-spark's metrics DataFrame.
+
+Expected rows are the rows written (or what ``deltalake`` read before the command); file
+counts and statistics come from the log as ``deltalake`` lists it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import deltalake
+import pyarrow as pa
+import pytest
+
+import deltalog
+from deltalog import DeltaLog, errors
+from deltalog.spark.optimize import metrics_schema
+from deltalog.tables import DeltaTable
+from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
+
+
+@pytest.fixture
+def delta(spark: Any) -> str:
+    return deltalog.register(spark)
+
+
+def _adds(path: str) -> list[dict[str, Any]]:
+    """The live files as deltalake lists them."""
+    actions = deltalake.DeltaTable(path).get_add_actions(flatten=False)
+    return pa.table(actions).to_pylist()
+
+
+def _vectors(path: str) -> int:
+    """Live files with a deletion vector."""
+    files = DeltaLog.for_table(path).update().all_files_arrow()
+    return sum(dv is not None for dv in files["deletionVector"].to_pylist())
+
+
+def _last_commit(path: str) -> list[dict[str, Any]]:
+    last = sorted((Path(path) / "_delta_log").glob("*.json"))[-1]
+    return [json.loads(line) for line in last.read_text().splitlines()]
+
+
+def test_compaction_with_where_and_the_metrics_dataframe(
+    spark: Any, delta: str, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    ids = list(range(600))
+    written = pa.table(
+        {"id": ids, "p": ["abc"[i % 3] for i in ids], "v": [i * 7 % 50 for i in ids]}
+    )
+    # 12 appends of 50 rows (written without Spark, to keep the test short): four small files
+    # in each of the three partitions.
+    for k in range(12):
+        deltalog.write_table(path, written.slice(k * 50, 50), mode="append", partition_by=["p"])
+    before = _adds(path)
+    expected = oracle_rows(path)
+    assert canonical(expected) == canonical(written)
+
+    result = DeltaTable.forPath(spark, path).optimize().where("p != 'c'").executeCompaction()
+    assert result.schema == metrics_schema()
+    (row,) = result.collect()
+    metrics = row["metrics"]
+    after = _adds(path)
+    per_part = sorted(a["partition"]["p"] for a in after)
+    before_c = sum(a["partition"]["p"] == "c" for a in before)
+    assert per_part == ["a", "b"] + ["c"] * before_c
+    assert canonical(oracle_rows(path)) == canonical(expected)
+    assert canonical(duckdb_rows(path)) == canonical(expected)
+    assert row["path"].rstrip("/").endswith("/t")
+    removed = len(before) - before_c
+    assert metrics["numFilesAdded"] == 2 and metrics["numFilesRemoved"] == removed
+    assert metrics["partitionsOptimized"] == 2 and metrics["numBins"] == 2
+    assert metrics["numBatches"] == 1 and metrics["totalConsideredFiles"] == removed
+    assert metrics["filesAdded"]["totalFiles"] == 2 and metrics["zOrderStats"] is None
+    added_sizes = sorted(a["size_bytes"] for a in after if a["partition"]["p"] != "c")
+    assert metrics["filesAdded"]["totalSize"] == sum(added_sizes)
+
+    actions = _last_commit(path)
+    info = actions[0]["commitInfo"]
+    assert info["operation"] == "OPTIMIZE"
+    assert info["operationParameters"]["predicate"] == "[\"p != 'c'\"]"
+    assert info["operationMetrics"]["numAddedFiles"] == "2"
+    assert info["operationMetrics"]["minFileSize"] == str(added_sizes[0])
+    files = [a.get("add") or a.get("remove") for a in actions[1:]]
+    assert all(f["dataChange"] is False for f in files)
+    for add in (a["add"] for a in actions if "add" in a):
+        assert json.loads(add["stats"])["numRecords"] == 200
+
+    # A small maxFileSize leaves nothing to pack (each file is its own bin).
+    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", "1")
+    try:
+        (again,) = DeltaTable.forPath(spark, path).optimize().executeCompaction().collect()
+    finally:
+        spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+    assert again["metrics"]["numFilesAdded"] == 0 and again["metrics"]["numBins"] == 0
+
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        DeltaTable.forPath(spark, path).optimize().where("v = 1").executeCompaction()
+    assert e.value.error_class == "DELTA_NON_PARTITION_COLUMN_REFERENCE"
+
+
+def _overlapping(adds: list[dict[str, Any]], column: str, value: int) -> int:
+    """Files whose [min, max] of ``column`` may hold ``value`` (stats as deltalake reads them)."""
+    return sum(a["min"][column] <= value <= a["max"][column] for a in adds)
+
+
+def test_z_order_prunes_more_files_and_purges_deletion_vectors(
+    spark: Any, delta: str, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "z")
+    n = 20_000
+    ids = range(n)
+    data = pa.table(
+        {
+            "x": [(i * 7919) % n for i in ids],
+            "y": [(i * 104729) % n for i in ids],
+            "s": ["pad"] * n,
+        }
+    )
+    # Eight files spanning every value of x and y (written without Spark, to keep it short).
+    dv = {"delta.enableDeletionVectors": "true"}
+    for k in range(8):
+        chunk = data.slice(k * n // 8, n // 8)
+        deltalog.write_table(path, chunk, mode="append", configuration=dv if k == 0 else None)
+    table = DeltaTable.forPath(spark, path)
+    deltalog.delete(path, "x < 100")
+    before = _adds(path)
+    assert _vectors(path) > 0
+    expected = oracle_rows(path)
+    total = sum(a["size_bytes"] for a in before)
+
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        table.optimize().executeZOrderBy("nope")
+    assert e.value.error_class == "DELTA_ZORDERING_COLUMN_DOES_NOT_EXIST"
+    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(total // 4))
+    try:
+        (row,) = table.optimize().executeZOrderBy("x", "y").collect()
+    finally:
+        spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+    after = _adds(path)
+    assert len(after) == 4 == row["metrics"]["numFilesAdded"]
+    assert _vectors(path) == 0
+    assert canonical(oracle_rows(path)) == canonical(expected)
+    point = pa.Table.from_pylist([r for r in expected.to_pylist() if r["x"] == 5000])
+    assert canonical(duckdb_rows(path, where="x = 5000")) == canonical(point)
+    z = row["metrics"]["zOrderStats"]
+    assert z["strategyName"] == "all" and z["numOutputCubes"] == 1
+    assert row["metrics"]["deletionVectorStats"]["numDeletionVectorsRemoved"] >= 1
+    assert _last_commit(path)[0]["commitInfo"]["operationParameters"]["zOrderBy"] == '["x","y"]'
+    points = range(150, n, 499)
+    for column in ("x", "y"):
+        hits_before = sum(_overlapping(before, column, v) for v in points)
+        hits_after = sum(_overlapping(after, column, v) for v in points)
+        assert hits_after < hits_before / 2, (column, hits_before, hits_after)
+
+
+def test_partitioned_z_order_refuses_partition_columns(
+    spark: Any, delta: str, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "p")
+    spark.createDataFrame([(1, "a", 2)], "id long, p string, v long").write.format(
+        delta
+    ).partitionBy("p").save(path)
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        DeltaTable.forPath(spark, path).optimize().executeZOrderBy("p")
+    assert e.value.error_class == "DELTA_ZORDERING_ON_PARTITION_COLUMN"
