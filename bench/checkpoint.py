@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from snapshot import SIZES, ensure_log, median  # noqa: E402 (bench/ is not a package)
+from snapshot import SIZES, ensure_log, median  # bench/ is not a package
 
 OURS = """
 import sys, time, json
