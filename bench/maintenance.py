@@ -12,7 +12,11 @@ All three use the same target (128 MiB: files below it are compacted, bins up to
 leaves one file. Each figure is the median of 3 runs, the engines interleaved; Spark runs once
 untimed first (JIT, Python workers). Goal: ratio <= 1.0.
 
-``--quick``: 200 files, one run each. Run by hand: ``./dev bench maintenance``.
+Then the checkpoint of a 1M-file log against deltalake's ``create_checkpoint``
+(``bench/checkpoint.py``, fresh processes alternating).
+
+``--quick``: 200 files, one run each, and a 100k-file checkpoint. Run by hand:
+``./dev bench maintenance``.
 """
 
 from __future__ import annotations
@@ -147,6 +151,9 @@ def main() -> None:
         print(f"{name:<16} {m:>8.2f} {left[name]:>11} {m / theirs:>6.2f}", flush=True)
     shutil.rmtree(WORK / "run", ignore_errors=True)
     spark.stop()
+    from checkpoint import compare, ensure_log  # bench/ is on sys.path when run as a script
+
+    compare(ensure_log("100k" if args.quick else "1M"), runs=repeat)
 
 
 if __name__ == "__main__":
