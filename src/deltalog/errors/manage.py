@@ -49,9 +49,7 @@ def drop_table_feature_is_a_delta_property(table: str, name: str) -> InvalidArgu
     )
 
 
-def drop_table_feature_not_supported_by_protocol(
-    table: str, name: str
-) -> UnsupportedFeatureError:
+def drop_table_feature_not_supported_by_protocol(table: str, name: str) -> UnsupportedFeatureError:
     return UnsupportedFeatureError(
         "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT",
         f"Cannot drop {name} from this table because it is not currently present in the "
@@ -125,8 +123,7 @@ def drop_table_feature_in_use(table: str, name: str, traces: str, fix: str) -> D
     # property, purging deletion vectors...); deltalog refuses and says what to do first.
     return DeltaWriteError(
         "DELTA_FEATURE_DROP_FEATURE_IN_USE",
-        f"Cannot drop {name}: the current version still uses it ({traces}). Nothing was "
-        "committed.",
+        f"Cannot drop {name}: the current version still uses it ({traces}). Nothing was committed.",
         table=table,
         help=fix,
     )
@@ -263,8 +260,7 @@ def invalid_clone_path(path: str) -> InvalidArgumentError:
 def unsupported_generate_mode(table: str, mode: str) -> InvalidArgumentError:
     return InvalidArgumentError(
         "DELTA_MODE_NOT_SUPPORTED",
-        f"Specified mode '{mode}' is not supported. Supported modes are: "
-        "symlink_format_manifest",
+        f"Specified mode '{mode}' is not supported. Supported modes are: symlink_format_manifest",
         table=table,
     )
 
