@@ -118,8 +118,8 @@ def clone(
         "removedFilesSize": removed_size,
         "copiedFilesSize": copied,
     }
-    params = {"source": f"delta.`{snapshot.table_root}`", "sourceVersion": snapshot.version}
-    committed = txn.commit([*removed, *adds], operations.Operation("CLONE", params, metrics))
+    op = operations.clone(f"delta.`{snapshot.table_root}`", snapshot.version, metrics)
+    committed = txn.commit([*removed, *adds], op)
     _checkpoint(target_log, committed)
     return CloneResult(committed, metrics)
 

@@ -111,14 +111,7 @@ def convert_to_delta(
         _add_file(f, meta, schema, partition_columns, collect_stats)
         for f, meta in zip(files, footers, strict=True)
     ]
-    params: dict[str, object] = {
-        "numFiles": len(files),
-        "partitionedBy": list(partition_columns),
-        "collectStats": collect_stats,
-    }
-    if source_format is not None:
-        params["sourceFormat"] = source_format
-    op = operations.Operation("CONVERT", params, {"numConvertedFiles": len(files)})
+    op = operations.convert(len(files), partition_columns, collect_stats, source_format)
     version = txn.commit(adds, op)
     _checkpoint(delta_log, version)
     return ConvertResult(version, len(files), converted=True)
@@ -130,7 +123,7 @@ def convert_to_delta(
 def _list_files(store: LogStore, root: str, partition_schema: StructType) -> list[_SourceFile]:
     out = []
     for info in store.list_recursive(root):
-        relative = posixpath.relpath(info.path, root)
+        relative = str(posixpath.relpath(info.path, root))
         if any(seg.startswith(("_", ".")) for seg in relative.split("/")):
             continue
         values = _partition_values(root, relative, partition_schema)
@@ -149,8 +142,8 @@ def _partition_values(
         if "=" not in segment:
             continue  # the reference's parser ignores other directories
         name, _, raw = segment.partition("=")
-        value = unquote(raw)
-        found.append((unquote(name), None if value == HIVE_DEFAULT_PARTITION else value))
+        text = unquote(raw)
+        found.append((unquote(name), None if text == HIVE_DEFAULT_PARTITION else text))
     expected = partition_schema.names
     if len(found) != len(expected):
         raise manage_errors.unexpected_num_partition_columns_from_file_name(

@@ -88,7 +88,7 @@ def set_table_properties(
     _log_ignored_downgrade(snapshot, props)
     configuration = {**snapshot.metadata.configuration, **props}
     txn.update_metadata(replace(snapshot.metadata, configuration=configuration))
-    return txn.commit([], operations.Operation("SET TBLPROPERTIES", {"properties": props}))
+    return txn.commit([], operations.set_table_properties(props))
 
 
 def unset_table_properties(
@@ -115,7 +115,7 @@ def unset_table_properties(
             continue
         del configuration[stored]
     txn.update_metadata(replace(snapshot.metadata, configuration=configuration))
-    op = operations.Operation("UNSET TBLPROPERTIES", {"properties": wanted, "ifExists": if_exists})
+    op = operations.unset_table_properties(wanted, if_exists)
     return txn.commit([], op)
 
 
@@ -161,7 +161,7 @@ def upgrade_protocol(path: str, protocol: Protocol, *, store: LogStore | None = 
         "readerFeatures": _sorted_or_none(protocol.reader_features),
         "writerFeatures": _sorted_or_none(protocol.writer_features),
     }
-    return txn.commit([], operations.Operation("UPGRADE PROTOCOL", {"newProtocol": new_protocol}))
+    return txn.commit([], operations.upgrade_protocol(new_protocol))
 
 
 def can_upgrade_to(current: Protocol, new: Protocol) -> bool:
@@ -208,7 +208,7 @@ def drop_feature_support(
     remaining = _supported(snapshot.protocol) - {feature}
     txn.update_protocol(_normalize(remaining, set(snapshot.protocol.reader_features or ())))
     txn.allow_protocol_downgrade = True
-    op = operations.Operation("DROP FEATURE", {"featureName": name, "truncateHistory": False})
+    op = operations.drop_table_feature(name, False)
     return txn.commit([], op)
 
 
