@@ -227,7 +227,6 @@ def restore(version: int | None, timestamp: str | None, metrics: Mapping[str, in
     return Operation("RESTORE", {"version": version, "timestamp": timestamp}, dict(metrics))
 
 
-
 # -- table management: CONVERT, CLONE, properties, protocol (issue 12) ---------------------------
 
 
