@@ -159,6 +159,108 @@ class DeltaTable:
 
         return restore(self._spark, self._log, None, timestamp)
 
+    # -- maintenance: CONVERT, CLONE, manifests, protocol and features (issue 12) ---------------
+
+    @classmethod
+    def convertToDelta(
+        cls,
+        sparkSession: SparkSession,
+        identifier: str,
+        partitionSchema: str | T.StructType | None = None,
+    ) -> DeltaTable:
+        """Convert the parquet directory ``parquet.`/path` `` in place (partition columns from
+        ``partitionSchema``, DDL text or StructType); a Delta table already there is kept."""
+        from deltalog.spark.maintenance_manage import convert
+
+        return cls.forPath(sparkSession, convert(sparkSession, identifier, partitionSchema))
+
+    def clone(
+        self,
+        target: str,
+        isShallow: bool = False,
+        replace: bool = False,
+        properties: dict[str, str] | None = None,
+    ) -> DeltaTable:
+        """Clone the latest version to the absolute path ``target`` (shallow: the target points
+        at this table's files; deep: they are copied); the clone's DeltaTable."""
+        return self._clone(target, isShallow, replace, properties)
+
+    def cloneAtVersion(
+        self,
+        version: int,
+        target: str,
+        isShallow: bool = False,
+        replace: bool = False,
+        properties: dict[str, str] | None = None,
+    ) -> DeltaTable:
+        """:meth:`clone` of ``version``."""
+        return self._clone(target, isShallow, replace, properties, version=version)
+
+    def cloneAtTimestamp(
+        self,
+        timestamp: str,
+        target: str,
+        isShallow: bool = False,
+        replace: bool = False,
+        properties: dict[str, str] | None = None,
+    ) -> DeltaTable:
+        """:meth:`clone` of the version current at ``timestamp`` (session time zone)."""
+        from deltalog.spark.maintenance_manage import timestamp_ms
+
+        ms = timestamp_ms(self._spark, timestamp)
+        return self._clone(target, isShallow, replace, properties, timestamp=ms)
+
+    def _clone(
+        self,
+        target: str,
+        shallow: bool,
+        replace: bool,
+        properties: dict[str, str] | None,
+        *,
+        version: int | None = None,
+        timestamp: int | None = None,
+    ) -> DeltaTable:
+        from deltalog.commands.clone import clone
+
+        clone(
+            self._log.table_root,
+            target,
+            is_shallow=shallow,
+            version=version,
+            timestamp_ms=timestamp,
+            replace_target=replace,
+            properties=properties,
+        )
+        return DeltaTable.forPath(self._spark, target)
+
+    def generate(self, mode: str) -> None:
+        """Write manifests; ``symlink_format_manifest`` is the only mode."""
+        from deltalog.commands.manifest import generate
+
+        generate(self._log.table_root, mode)
+
+    def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
+        """Raise the protocol versions (lower ones are ignored, as in delta-spark)."""
+        from deltalog.commands.protocol_change import upgrade_table_protocol
+
+        upgrade_table_protocol(self._log.table_root, readerVersion, writerVersion)
+        self._log.update()
+
+    def addFeatureSupport(self, featureName: str) -> None:
+        """Add a table feature (and the features it depends on) to the protocol."""
+        from deltalog.commands.protocol_change import add_feature_support
+
+        add_feature_support(self._log.table_root, featureName)
+        self._log.update()
+
+    def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
+        """Drop a table feature from the protocol; see
+        :func:`deltalog.commands.protocol_change.drop_feature_support` for what is supported."""
+        from deltalog.commands.protocol_change import drop_feature_support
+
+        drop_feature_support(self._log.table_root, featureName, bool(truncateHistory))
+        self._log.update()
+
     # -- DML ---------------------------------------------------------------------------------
 
     def delete(self, condition: str | Column | None = None) -> None:

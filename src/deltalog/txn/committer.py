@@ -138,7 +138,8 @@ def prepare(txn: Transaction, actions: list[Action]) -> PendingCommit:
         )
     if metadata is not None:
         metadata, protocol = _upgrade_protocol(txn, metadata, protocol, current_protocol)
-    if protocol is not None and current_protocol is not None:
+    # Only DROP FEATURE may lower a protocol.
+    if protocol is not None and current_protocol is not None and not txn.allow_protocol_downgrade:
         _check_no_downgrade(table, current_protocol, protocol)
     effective_protocol = protocol or current_protocol
     effective_metadata = metadata or (txn.snapshot.metadata if txn.snapshot else None)

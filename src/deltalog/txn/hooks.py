@@ -4,7 +4,9 @@
    a checkpoint of the committed version (laid out by the log's ``checkpoint_options``) and
    ``_last_checkpoint``;
 2. log cleanup: after a checkpoint, when ``delta.enableExpiredLogCleanup`` (default true),
-   log files older than ``delta.logRetentionDuration`` that no retained version needs.
+   log files older than ``delta.logRetentionDuration`` that no retained version needs;
+3. symlink manifests, when ``delta.compatibility.symlinkFormatManifest.enabled=true``
+   (:mod:`deltalog.commands.manifest`).
 
 A hook failure is logged and never raised: the commit has already happened, and the next
 checkpoint will cover what this one missed.
@@ -38,6 +40,10 @@ def run_post_commit_hooks(txn: Transaction, version: int, operation: Operation) 
             snapshot = txn.log.get_snapshot_at(version)
         if _checkpoint_due(snapshot, version):
             checkpoint_and_clean(txn.log.store, snapshot, txn.log.checkpoint_options)
+        if snapshot.version == version:  # later commits run this hook themselves
+            from deltalog.commands.manifest import generate_after_commit
+
+            generate_after_commit(txn.log.store, snapshot)
     except (errors.DeltaError, OSError) as e:
         log.warning(
             "Post-commit hook after version %d of %s failed (the commit stands): %s",

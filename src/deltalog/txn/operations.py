@@ -246,3 +246,44 @@ def optimize(
             "auto": auto,
         },
     )
+
+
+# -- table management: CONVERT, CLONE, properties, protocol (issue 12) ---------------------------
+
+
+def convert(
+    num_files: int, partition_by: Sequence[str], collect_stats: bool, source_format: str | None
+) -> Operation:
+    """``CONVERT``: ``sourceFormat`` only when known; metric ``numConvertedFiles``."""
+    params: dict[str, Any] = {
+        "numFiles": num_files,
+        "partitionedBy": list(partition_by),
+        "collectStats": collect_stats,
+    }
+    if source_format is not None:
+        params["sourceFormat"] = source_format
+    return Operation("CONVERT", params, {"numConvertedFiles": num_files})
+
+
+def clone(source: str, source_version: int, metrics: Mapping[str, int]) -> Operation:
+    """``CLONE``: the source's name and the version cloned."""
+    return Operation("CLONE", {"source": source, "sourceVersion": source_version}, dict(metrics))
+
+
+def set_table_properties(properties: Mapping[str, str]) -> Operation:
+    return Operation("SET TBLPROPERTIES", {"properties": dict(properties)})
+
+
+def unset_table_properties(keys: Sequence[str], if_exists: bool) -> Operation:
+    return Operation("UNSET TBLPROPERTIES", {"properties": list(keys), "ifExists": if_exists})
+
+
+def upgrade_protocol(new_protocol: Mapping[str, Any]) -> Operation:
+    """``UPGRADE PROTOCOL``: ``newProtocol`` is the JSON of versions and feature lists."""
+    return Operation("UPGRADE PROTOCOL", {"newProtocol": dict(new_protocol)})
+
+
+def drop_table_feature(feature_name: str, truncate_history: bool) -> Operation:
+    return Operation(
+        "DROP FEATURE", {"featureName": feature_name, "truncateHistory": truncate_history}
+    )

@@ -61,6 +61,8 @@ class Transaction:
         self._new_metadata: Metadata | None = None
         self._new_protocol: Protocol | None = None
         self.committed_version: int | None = None
+        # Set by DROP FEATURE only: its new protocol lists fewer features than the current one.
+        self.allow_protocol_downgrade = False
 
     # -- what it started from ---------------------------------------------------------------
 
