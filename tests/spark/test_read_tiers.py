@@ -1,6 +1,8 @@
 """The read, write and DML entry points over Spark Connect and on local-cluster (separate
 executor JVMs: files are written by executors, committed by the driver).
 
+The Spark replay engine is checked on each tier as well (against the driver's replay).
+
 Each tier runs in a subprocess with its own session, so it never shares a JVM with the suite's
 classic session. Expected rows come from deltalake and DuckDB, not from another deltalog read, so
 these tests need no session in this process and run beside the Spark tests' worker.
@@ -14,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from deltalog import DeltaLog
 from tests.conformance.cdf import normalize, oracle_changes
 from tests.conformance.oracle import TABLES
 from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
@@ -34,6 +37,11 @@ WHERE = {
     str(TABLES / "delta-golden/data-reader-partition-values"): "as_int = 1 OR as_string IS NULL",
 }
 TABLES_TO_READ = list(WHERE)
+# Tables whose state the Spark replay engine rebuilds on the tier (V2 checkpoint, DVs).
+ENGINE_ROOTS = [
+    str(TABLES / "delta-golden/dv-partitioned-with-checkpoint"),
+    str(TABLES / "delta-golden/v2-checkpoint-parquet"),
+]
 
 SCRIPT = r"""
 import json, sys
@@ -44,6 +52,7 @@ from deltalog.spark.session import to_arrow
 from tests.conformance.cdf import normalize
 from tests.conformance.rows import canonical, oracle_rows
 mode, WHERE, CDF_TABLE, OUT = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
+ENGINE_ROOTS = json.loads(sys.argv[5])
 if mode == "connect":
     spark = SparkSession.builder.remote("local[2]").getOrCreate()
 else:
@@ -60,6 +69,14 @@ for root in WHERE:
         "v0": canonical(to_arrow(spark.read.format(name).option("versionAsOf", "0").load(root))),
         "where": canonical(to_arrow(read_table(spark, root, where=WHERE[root]))),
     }
+# The Spark replay engine on this tier (DataFrame APIs only, so Connect runs it too).
+from deltalog import DeltaLog
+spark.conf.set("spark.databricks.delta.snapshotPartitions", "4")
+out["engine_state"] = {}
+for root in ENGINE_ROOTS:
+    s = DeltaLog(root, spark=spark, engine="spark").update()
+    out["engine_state"][root] = {"version": s.version, "engine": s.engine,
+                                 "files": s.all_files_arrow().sort_by("path").to_pylist()}
 cdf = {"readChangeFeed": "true", "startingVersion": "0"}
 # Commit timestamps are left out: deltalake takes them from file times, which a checkout sets.
 out["changes"] = {
@@ -84,13 +101,15 @@ from pathlib import Path
 from tests.spark.test_dml_oracle import run_history
 run_history(spark, Path(OUT + "-dml"), seed=21, steps=3, partitioned=True, cdf=True, dv=True)
 out["dml"] = "agrees with deltalake"
-print("RESULT" + json.dumps(out))
+print("RESULT" + json.dumps(out, default=str))
 spark.stop()
 """
 
 
 def run_tier(mode: str, out: str) -> dict[str, Any]:
-    result: dict[str, Any] = run_script(SCRIPT, mode, json.dumps(WHERE), CDF_TABLE, out)
+    result: dict[str, Any] = run_script(
+        SCRIPT, mode, json.dumps(WHERE), CDF_TABLE, out, json.dumps(ENGINE_ROOTS)
+    )
     return result
 
 
@@ -108,6 +127,12 @@ def test_reads_and_writes_match_the_oracles(mode: str, tmp_path: Path) -> None:
         filtered = canonical(duckdb_rows(root, where=WHERE[root]))
         assert filtered and len(filtered) < len(expected)
         assert result[root]["where"] == filtered
+    for root in ENGINE_ROOTS:
+        expected_state = DeltaLog(root, engine="driver").update()
+        got = result["engine_state"][root]
+        assert got["engine"] == "spark" and got["version"] == expected_state.version
+        want = expected_state.all_files_arrow().sort_by("path").to_pylist()
+        assert got["files"] == json.loads(json.dumps(want, default=str))
     changes = normalize(oracle_changes(CDF_TABLE, 0, None), with_timestamps=False)
     assert changes
     assert result["changes"] == {"jvm": changes, "format": changes}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,6 @@ from deltalog import DeltaLog, errors
 from deltalog.log.replay import InMemoryLogReplay
 from deltalog.spark.state import replay_partition
 from tests.conformance.oracle import TABLES
-from tests.spark.scripts import run_script
 
 pytestmark = pytest.mark.spark
 deltalake = pytest.importorskip("deltalake")
@@ -151,42 +148,7 @@ def test_partition_function_is_the_replay_class() -> None:
     assert out.equals(rows)
 
 
-CONNECT_SCRIPT = r"""
-import json, sys
-from pyspark.sql import SparkSession
-from deltalog import DeltaLog, errors
-spark = SparkSession.builder.remote("local[2]").getOrCreate()
-spark.conf.set("spark.databricks.delta.snapshotPartitions", "4")
-out = {}
-for root in sys.argv[1:]:
-    s = DeltaLog(root, spark=spark, engine="spark").update()
-    out[root] = {"version": s.version, "engine": s.engine,
-                 "files": s.all_files_arrow().sort_by("path").to_pylist()}
-print("RESULT" + json.dumps(out, default=str))
-spark.stop()
-"""
-
-
-@pytest.mark.connect
-def test_spark_engine_over_spark_connect() -> None:
-    roots = [
-        str(TABLES / rel)
-        for rel in (
-            "delta-golden/dv-partitioned-with-checkpoint",
-            "delta-golden/v2-checkpoint-parquet",
-        )
-    ]
-    started = time.time()
-    result = run_script(CONNECT_SCRIPT, *roots, timeout=600)
-    for root in roots:
-        expected = DeltaLog(root, engine="driver").update()
-        got = result[root]
-        assert got["engine"] == "spark" and got["version"] == expected.version
-        want = json.loads(
-            json.dumps(expected.all_files_arrow().sort_by("path").to_pylist(), default=str)
-        )
-        assert got["files"] == want
-    print(f"connect tier took {time.time() - started:.1f}s")
+# The Spark engine over Spark Connect and on local-cluster: tests/spark/test_read_tiers.py.
 
 
 @pytest.mark.parametrize(
