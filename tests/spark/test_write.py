@@ -166,6 +166,24 @@ def test_builder_creates_then_writes(spark: Any, fmt: str, tmp_path: Path) -> No
     assert DeltaLog.for_table(root).update().schema.names == ["k"]
     assert oracle_rows(root).num_rows == 0
 
+    # A clustered (liquid) table: detail names the columns, OPTIMIZE clusters by them.
+    liquid = str(tmp_path / "liquid")
+    clustered = (
+        DeltaTable.create(spark)
+        .location(liquid)
+        .addColumn("a", "BIGINT")
+        .addColumn("b", "STRING")
+        .clusterBy("b")
+        .execute()
+    )
+    assert clustered.detail().collect()[0]["clusteringColumns"] == ["b"]
+    for i in range(3):
+        _df(spark, [(i, f"v{i}")]).toDF("a", "b").write.format(fmt).mode("append").save(liquid)
+    clustered.optimize().executeCompaction()
+    info = _info(Path(liquid), 4)
+    assert (info["operation"], info["operationParameters"]["clusterBy"]) == ("OPTIMIZE", '["b"]')
+    assert sorted(r["a"] for r in oracle_rows(liquid).to_pylist()) == [0, 1, 2]
+
 
 def test_identity_columns(spark: Any, fmt: str, tmp_path: Path) -> None:
     from deltalog.tables import IdentityGenerator

@@ -324,3 +324,43 @@ def test_z_values_interleave_range_ids() -> None:
     # Range ids: NULL -> 0, then dense ranks from 1 (a: 0 -> 1, 1 -> 2; b: 0 -> 1, 1 -> 2).
     # Bit i of a goes to 2i + 1, bit i of b to 2i.
     assert z == [0b11, 0b1001, 0b110, 0b1100, 0b1]
+
+
+def test_optimize_clusters_a_liquid_table_by_its_clustering_columns(tmp_path: Path) -> None:
+    from deltalog.commands.create_table import TableSpec, create_table
+    from deltalog.schema import schema_from_arrow
+
+    path = str(tmp_path / "liquid")
+    n = 4000
+    xs = [(i * 7919) % n for i in range(n)]
+    ys = [(i * 104729) % n for i in range(n)]
+    data = pa.table({"x": xs, "y": ys, "pad": [f"row-{i:06d}" for i in range(n)]})
+    create_table(path, "create", TableSpec(schema_from_arrow(data.schema), cluster_by=("y", "x")))
+    for k in range(8):
+        deltalog.write_table(path, data.slice(k * 500, 500), mode="append")
+    before = _files(path)
+
+    with pytest.raises(errors.InvalidArgumentError, match="DELTA_CLUSTERING_WITH_ZORDER_BY"):
+        deltalog.optimize(path, z_order_by=["x"])
+    with pytest.raises(
+        errors.InvalidArgumentError, match="DELTA_CLUSTERING_WITH_PARTITION_PREDICATE"
+    ):
+        deltalog.optimize(path, where="x = 1")
+
+    total = sum(before["size"].to_pylist())
+    metrics = deltalog.optimize(path, target_size=total // 4)
+    after = _files(path)
+    assert after.num_rows == 4 == metrics["numFilesAdded"]
+    assert canonical(oracle_rows(path)) == canonical(data)
+    assert canonical(duckdb_rows(path)) == canonical(data)
+    commit = _last_commit(path)
+    params = commit[0]["commitInfo"]["operationParameters"]
+    assert (params["clusterBy"], params["zOrderBy"]) == ('["y","x"]', "[]")
+    adds = [a["add"] for a in commit if "add" in a]
+    assert len(adds) == 4 and all(a["clusteringProvider"] == "liquid" for a in adds)
+    assert all(a["dataChange"] is False for a in adds)
+    for column in ("x", "y"):  # clustered on both columns: point lookups touch fewer files
+        points = range(0, n, 97)
+        hits_before = sum(_overlapping(before, column, v) for v in points)
+        hits_after = sum(_overlapping(after, column, v) for v in points)
+        assert hits_after < hits_before / 2

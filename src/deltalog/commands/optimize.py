@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from deltalog import errors
 from deltalog.actions import Action, AddFile, RemoveFile
+from deltalog.commands.create_table import CLUSTERING_DOMAIN
 from deltalog.commands.dml import partition_matches
 from deltalog.commands.write_into_delta import remove_action
 from deltalog.errors import optimize as optimize_errors
@@ -53,6 +54,8 @@ GIB = 1024 * 1024 * 1024
 # A lost commit is retried while the compacted files are still live; a bound keeps a table
 # rewritten in a loop by others from holding this command forever.
 MAX_RETRIES = 100
+# AddFile.clusteringProvider of the files OPTIMIZE clusters on a liquid table (the reference's).
+LIQUID = "liquid"
 
 
 # -- settings ------------------------------------------------------------------------------------
@@ -136,6 +139,8 @@ class OptimizePlan:
         z_order_by: the Z-order columns, empty for compaction.
         settings: the confs it was planned with.
         considered: files matching the partition filter (``totalConsideredFiles``).
+        cluster_by: the clustering columns of a clustered (liquid) table, which the rows are
+            then ordered by (``z_order_by`` holds them too); empty otherwise.
     """
 
     snapshot: Snapshot
@@ -145,6 +150,7 @@ class OptimizePlan:
     z_order_by: tuple[str, ...]
     settings: OptimizeSettings
     considered: int
+    cluster_by: tuple[str, ...] = ()
 
     @property
     def files(self) -> pa.Table:
@@ -155,7 +161,7 @@ class OptimizePlan:
 
     @property
     def operation(self) -> operations.Operation:
-        return operations.optimize(self.predicates, self.z_order_by)
+        return operations.optimize(self.predicates, self.z_order_by, cluster_by=self.cluster_by)
 
     def track_reads(self, txn: Transaction) -> None:
         """Record in ``txn`` what OPTIMIZE read: the compacted files and the partition filter
@@ -180,8 +186,15 @@ def plan_optimize(
     """
     settings = settings or OptimizeSettings()
     texts = _filter_texts(where)
+    cluster_by = clustering_columns(snapshot)
+    if cluster_by and texts:
+        raise optimize_errors.clustering_with_partition_predicate(texts, snapshot.table_root)
+    if cluster_by and z_order_by:
+        raise optimize_errors.clustering_with_z_order_by(z_order_by, snapshot.table_root)
     predicate = partition_predicate(snapshot, texts)
-    z_cols = validate_z_order_columns(snapshot, z_order_by, settings.check_z_order_stats)
+    z_cols = validate_z_order_columns(
+        snapshot, cluster_by or z_order_by, settings.check_z_order_stats
+    )
     files = snapshot.all_files_arrow()
     if predicate is not None and files.num_rows:
         files = files.filter(partition_matches(snapshot, files, predicate))
@@ -193,8 +206,36 @@ def plan_optimize(
             if packed.num_rows > 1 or z_cols or _has_vector(packed):
                 bins.append(Bin(values, packed))
     return OptimizePlan(
-        snapshot, tuple(bins), tuple(texts), predicate, z_cols, settings, files.num_rows
+        snapshot,
+        tuple(bins),
+        tuple(texts),
+        predicate,
+        z_cols,
+        settings,
+        files.num_rows,
+        z_cols if cluster_by else (),
     )
+
+
+def clustering_columns(snapshot: Snapshot) -> tuple[str, ...]:
+    """The clustering columns of a clustered (liquid) table, from its ``delta.clustering``
+    domain, in the schema's spelling (physical names mapped back under column mapping); empty
+    for other tables. Nested columns are named with dots."""
+    config = next(
+        (d.configuration for d in snapshot.domain_metadata if d.domain == CLUSTERING_DOMAIN),
+        None,
+    )
+    if not config:
+        return ()
+    columns = json.loads(config).get("clusteringColumns") or []
+    by_name = {f.name.lower(): f.name for f in snapshot.schema.fields}
+    for f in snapshot.schema.fields:
+        by_name.setdefault(f.physical_name.lower(), f.name)
+    out = []
+    for parts in columns:
+        name = ".".join(parts) if isinstance(parts, list) else str(parts)
+        out.append(by_name.get(name.lower(), name))
+    return tuple(out)
 
 
 def _filter_texts(where: str | Sequence[str] | None) -> list[str]:
@@ -370,6 +411,11 @@ def commit(
     Raises:
         DeltaConcurrentModificationException: a concurrent commit removed a compacted file.
     """
+    if plan.cluster_by:  # the reference marks the files clustering wrote
+        actions = [
+            dataclasses.replace(a, clustering_provider=LIQUID) if isinstance(a, AddFile) else a
+            for a in actions
+        ]
     wanted = _file_keys(plan.files.to_pylist())
     attempt = 0
     while True:

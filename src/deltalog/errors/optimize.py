@@ -52,3 +52,25 @@ def unsupported_predicate(where: str, reason: str, table: str) -> InvalidArgumen
         f"cannot parse the OPTIMIZE partition filter {where!r}: {reason}",
         table=table,
     )
+
+
+def clustering_with_partition_predicate(
+    predicates: Iterable[str], table: str
+) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "DELTA_CLUSTERING_WITH_PARTITION_PREDICATE",
+        "OPTIMIZE command for Delta table with Liquid clustering doesn't support partition "
+        f"predicates. Please remove the predicates: {', '.join(predicates)}.",
+        table=table,
+        help="run OPTIMIZE without WHERE: clustering decides which files to rewrite.",
+    )
+
+
+def clustering_with_z_order_by(columns: Iterable[str], table: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "DELTA_CLUSTERING_WITH_ZORDER_BY",
+        "OPTIMIZE command for Delta table with Liquid clustering cannot specify ZORDER BY. "
+        f"Please remove ZORDER BY ({', '.join(columns)}).",
+        table=table,
+        help="use executeCompaction(): it clusters by the table's clustering columns.",
+    )

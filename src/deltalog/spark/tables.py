@@ -335,6 +335,8 @@ class DeltaTable:
 
     def detail(self) -> DataFrame:
         """One row describing the current version, with delta-spark's columns."""
+        from deltalog.commands.optimize import clustering_columns
+
         s = self._log.update()
         md, proto = s.metadata, s.protocol
         features = sorted(set(proto.reader_features or ()) | set(proto.writer_features or ()))
@@ -347,7 +349,7 @@ class DeltaTable:
             None if md.created_time is None else _utc(md.created_time),
             _utc(s.timestamp),
             list(md.partition_columns),
-            [],
+            list(clustering_columns(s)),
             s.num_of_files,
             s.size_in_bytes,
             dict(md.configuration),
