@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import deltalake
 import pyarrow as pa
 import pytest
 
@@ -30,7 +31,6 @@ from tests.conformance.cdf import (
 )
 from tests.conformance.oracle import TABLES
 
-deltalake = pytest.importorskip("deltalake")
 CDF_ON = {"delta.enableChangeDataFeed": "true"}
 
 

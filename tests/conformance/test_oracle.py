@@ -6,12 +6,11 @@ are listed in ``DELTALAKE_DIFFERS`` with the reason.
 
 from __future__ import annotations
 
+import deltalake
 import pytest
 
 from deltalog import DeltaError, DeltaLog
 from tests.conformance.oracle import TABLES, discover_tables, oracle_state, our_state
-
-deltalake = pytest.importorskip("deltalake")
 
 # Tables deltalake cannot open where the reference (delta-spark / Standalone) reads them.
 DELTALAKE_DIFFERS = {

@@ -1,4 +1,5 @@
-"""Property: checkpoint(prefix) + later commits == every commit from 0, through real files."""
+"""Property: checkpoint(prefix) + later commits == every commit from 0, through real files, and
+the live files of every generated log equal what deltalake (the oracle) replays from it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import deltalake
+import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,6 +30,7 @@ from deltalog.log.replay import InMemoryLogReplay
 # Deletion timestamps near now, so tombstones are within retention and take part in the comparison.
 NOW = int(time.time() * 1000)
 PATHS = [f"p={i % 3}/f{i}.parquet" for i in range(8)] + ["/abs/x.parquet", "file:/abs/y.parquet"]
+SCHEMA = '{"type":"struct","fields":[{"name":"p","type":"string","nullable":true,"metadata":{}}]}'
 
 
 @st.composite
@@ -75,16 +79,14 @@ def commit(draw: st.DrawFn, version: int) -> list:
             )
         )
     if draw(st.integers(0, 8)) == 0:
-        actions.append(Metadata("t", '{"type":"struct","fields":[]}', ("p",), {"v": str(version)}))
+        actions.append(Metadata("t", SCHEMA, ("p",), {"v": str(version)}))
     return actions
 
 
 @st.composite
 def history(draw: st.DrawFn) -> tuple[list[list], int]:
     n = draw(st.integers(2, 12))
-    commits = [
-        [Protocol(1, 2), Metadata("t", '{"type":"struct","fields":[]}', ("p",)), *draw(commit(0))]
-    ]
+    commits = [[Protocol(1, 2), Metadata("t", SCHEMA, ("p",)), *draw(commit(0))]]
     commits += [draw(commit(v)) for v in range(1, n)]
     return commits, draw(st.integers(0, n - 1))
 
@@ -130,12 +132,42 @@ def test_checkpoint_plus_tail_equals_full_replay(case: tuple[list[list], int]) -
         b = DeltaLog(str(with_cp), engine="driver")
         assert b.update().segment.checkpoint_version == cp_version
         assert _state(a)[1:] == _state(b)[1:]
-        tombstones_seen.append(len(_state(a)[4]))
+        assert _live_files(a) == _oracle_files(full)
 
 
-tombstones_seen: list[int] = []
+def _live_files(log: DeltaLog) -> set[tuple[str, int]]:
+    files = log.update().all_files_arrow()
+    return {
+        (_plain(p), n)
+        for p, n in zip(files["path"].to_pylist(), files["size"].to_pylist(), strict=True)
+    }
 
 
-def test_the_property_exercised_tombstones() -> None:
-    # Guards the generator: the equivalence above must have compared non-empty tombstone sets.
-    assert any(n > 0 for n in tombstones_seen)
+def _oracle_files(root: Path) -> set[tuple[str, int]]:
+    adds = pa.table(deltalake.DeltaTable(str(root)).get_add_actions(flatten=False))
+    paths, sizes = adds["path"].to_pylist(), adds["size_bytes"].to_pylist()
+    return {(_plain(p), n) for p, n in zip(paths, sizes, strict=True)}
+
+
+def _plain(path: str) -> str:
+    return path.removeprefix("file:")
+
+
+def test_a_checkpoint_keeps_unexpired_tombstones(tmp_path: Path) -> None:
+    # The property compares tombstone sets; this fixed history makes sure one is not empty.
+    commits = [
+        [Protocol(1, 2), Metadata("t", SCHEMA, ("p",)), AddFile("p=0/a", {"p": "0"}, 5, 0, True)],
+        [RemoveFile("p=0/a", deletion_timestamp=NOW, data_change=True)],
+        [AddFile("p=1/b", {"p": "1"}, 7, 2, True)],
+    ]
+    full, with_cp = tmp_path / "full", tmp_path / "cp"
+    _write(full, commits)
+    _write(with_cp, commits)
+    replay = InMemoryLogReplay()
+    for v in range(2):
+        replay.append(v, commits[v])
+    pq.write_table(replay.checkpoint(), with_cp / "_delta_log" / f"{1:020d}.checkpoint.parquet")
+    a, b = _state(DeltaLog(str(full), engine="driver")), _state(DeltaLog(str(with_cp)))
+    assert a[1:] == b[1:]
+    assert [json.loads(t)["path"] for t in a[4]] == ["p=0/a"]
+    assert _oracle_files(full) == {("p=1/b", 7)}

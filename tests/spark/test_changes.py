@@ -16,7 +16,7 @@ from tests.conformance.cdf import commit_times_from_commit_info, normalize, orac
 from tests.conformance.test_cdf import _write_history
 
 pytestmark = pytest.mark.spark
-deltalake = pytest.importorskip("deltalake")
+
 HAS_DATA_SOURCES = importlib.util.find_spec("pyspark.sql.datasource") is not None
 RANGES = {
     "delta-rs/cdf-table-with-cdc-and-dvs": [(0, None), (2, 2), (10, 18)],

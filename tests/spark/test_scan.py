@@ -19,7 +19,6 @@ from tests.conformance.rows import assert_same_rows, canonical, oracle_rows
 from tests.conformance.test_oracle import DELTALAKE_DIFFERS, EXPECTED_ERRORS
 
 pytestmark = pytest.mark.spark
-deltalake = pytest.importorskip("deltalake")
 
 # Log-only fixtures: the log names data files the copy does not have.
 NO_DATA_FILES = {

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import deltalake
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -31,8 +32,6 @@ from deltalog.snapshot import Snapshot
 from deltalog.storage import LocalLogStore
 from tests.conformance.oracle import TABLES, oracle_state, our_state
 from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
-
-deltalake = pytest.importorskip("deltalake")
 
 STORE = LocalLogStore()
 DAY = 86_400_000

@@ -6,8 +6,10 @@ import struct
 import zlib
 from pathlib import Path
 
+import deltalake
 import numpy as np
 import pyarrow as pa
+import pyroaring
 import pytest
 
 from deltalog import DeltaLog, errors
@@ -24,8 +26,6 @@ from deltalog.deletion_vectors import (
 from deltalog.storage import LocalLogStore
 from tests.conformance.oracle import TABLES, _norm
 
-pyroaring = pytest.importorskip("pyroaring")
-deltalake = pytest.importorskip("deltalake")
 STORE = LocalLogStore()
 
 

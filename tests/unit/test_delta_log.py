@@ -8,14 +8,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import deltalake
 import pyarrow as pa
 import pytest
 
 from deltalog import DeltaLog, errors
 from deltalog.log.filenames import commit_name
 from tests.conformance.oracle import oracle_state, our_state
-
-deltalake = pytest.importorskip("deltalake")
 
 
 def write(root: Path, rows: range, mode: str = "append", **kw: Any) -> None:
