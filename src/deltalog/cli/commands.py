@@ -16,6 +16,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from deltalog.cli.loading import load_snapshot, open_log
+from deltalog.cli.maintenance import optimize, restore, vacuum  # noqa: F401 (commands by name)
 from deltalog.cli.output import arrow_rows, format_time, print_json, print_mapping, print_table
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""``deltalog``: describe a table, list its files, show its history and its changes.
+"""``deltalog``: describe a table, list its files, show its history and its changes; compact,
+vacuum and restore it.
 
 Every command but ``history`` and ``changes`` takes ``--version V`` or ``--timestamp TS`` to
 time travel, and all take ``--json`` for machine output. Exit codes: 0 done, 1 a Delta error
@@ -95,13 +96,51 @@ def parser() -> argparse.ArgumentParser:
         metavar="V|TS",
         help="last version, or a timestamp (the last commit at or before it); default: latest",
     )
+    _maintenance_commands(sub)
     return p
+
+
+def _maintenance_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``optimize``, ``vacuum`` and ``restore`` (:mod:`deltalog.cli.maintenance`)."""
+    optimize = _command(sub, "optimize", _OPTIMIZE, travel=False)
+    optimize.add_argument(
+        "--where", action="append", metavar="FILTER", help="only partitions matching this filter"
+    )
+    optimize.add_argument(
+        "--zorder-by", action="append", metavar="COLUMN", help="cluster the rows by this column"
+    )
+    optimize.add_argument(
+        "--target-size", type=_non_negative, metavar="BYTES", help="bytes per output file"
+    )
+    vacuum = _command(sub, "vacuum", _VACUUM, travel=False)
+    vacuum.add_argument(
+        "--retain",
+        type=float,
+        metavar="HOURS",
+        help="retention in hours (default: the table's delta.deletedFileRetentionDuration)",
+    )
+    vacuum.add_argument("--dry-run", action="store_true", help="list the files, delete nothing")
+    vacuum.add_argument("--lite", action="store_true", help="only files the log removed")
+    vacuum.add_argument(
+        "--no-retention-check",
+        action="store_true",
+        help="allow a retention shorter than the table's (readers of old versions may fail)",
+    )
+    vacuum.add_argument("--yes", action="store_true", help="delete without asking")
+    restore = _command(sub, "restore", _RESTORE, travel=False)
+    target = restore.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to-version", type=_non_negative, metavar="V")
+    target.add_argument("--to-timestamp", metavar="TS")
+    restore.add_argument("--yes", action="store_true", help="restore without asking")
 
 
 _DESCRIBE = "Describe a table version: id, protocol, schema, partitioning, size."
 _FILES = "List the active data files of a table version."
 _HISTORY = "Show the commits of a table, newest first."
 _CHANGES = "Show the change data feed: rows inserted, deleted and updated between two versions."
+_OPTIMIZE = "Compact small files (or Z-order them) in one commit that changes no data."
+_VACUUM = "Delete files no version within the retention needs (asks first; --dry-run lists)."
+_RESTORE = "Restore the table to an earlier version or time, in one new commit (asks first)."
 
 
 def _command(

@@ -80,18 +80,9 @@ def restore(
         DeltaWriteError: ``DELTA_RESTORE_MISSED_DATA_FILES``: files to restore are gone.
         DeltaConcurrentModificationException: a concurrent commit changed the table.
     """
-    delta_log = DeltaLog.for_table(path, store=store)
-    latest = delta_log.update()
+    delta_log, latest, target, timestamp_text = _resolve(path, version, timestamp, time_zone, store)
     table = latest.table_root
-    if (version is None) == (timestamp is None):
-        raise restore_errors.restore_version_and_timestamp(table)
-    timestamp_text: str | None = None
-    if timestamp is not None:
-        ts_ms = _timestamp_ms(timestamp, time_zone)
-        timestamp_text = _java_timestamp(ts_ms, time_zone)
-        version = _version_at(delta_log, latest, ts_ms, timestamp_text, time_zone)
-    assert version is not None
-    target = _snapshot_at(delta_log, latest, version)
+    version = target.version
     if target.version == latest.version:
         return {}
     txn = delta_log.start_transaction()
@@ -114,6 +105,46 @@ def restore(
     committed = txn.commit(actions, op)
     _checkpoint(delta_log, committed)
     return metrics
+
+
+def restore_preview(
+    path: str,
+    version: int | None = None,
+    timestamp: str | int | dt.datetime | None = None,
+    *,
+    time_zone: dt.tzinfo = dt.UTC,
+) -> dict[str, int]:
+    """What :func:`restore` would do now, committing nothing: ``version`` (the target), and
+    ``latest`` and the metrics :func:`restore` would commit.
+
+    Raises:
+        InvalidArgumentError: as :func:`restore`, for the version or timestamp.
+    """
+    _, latest, target, _ = _resolve(path, version, timestamp, time_zone, None)
+    to_add, to_remove = file_diff(target, latest)
+    metrics = restore_metrics(target, to_add, to_remove)
+    return {"version": target.version, "latest": latest.version, **metrics}
+
+
+def _resolve(
+    path: str,
+    version: int | None,
+    timestamp: str | int | dt.datetime | None,
+    time_zone: dt.tzinfo,
+    store: LogStore | None,
+) -> tuple[DeltaLog, Snapshot, Snapshot, str | None]:
+    """The log, its latest snapshot, the target snapshot and the timestamp text (if given)."""
+    delta_log = DeltaLog.for_table(path, store=store)
+    latest = delta_log.update()
+    if (version is None) == (timestamp is None):
+        raise restore_errors.restore_version_and_timestamp(latest.table_root)
+    timestamp_text: str | None = None
+    if timestamp is not None:
+        ts_ms = _timestamp_ms(timestamp, time_zone)
+        timestamp_text = _java_timestamp(ts_ms, time_zone)
+        version = _version_at(delta_log, latest, ts_ms, timestamp_text, time_zone)
+    assert version is not None
+    return delta_log, latest, _snapshot_at(delta_log, latest, version), timestamp_text
 
 
 def file_diff(target: Snapshot, current: Snapshot) -> tuple[pa.Table, pa.Table]:
