@@ -101,16 +101,16 @@ def test_clean_env_reaches_this_python_only_through_the_fix(tmp_path: Path) -> N
 
 
 @pytest.mark.spark
-def test_register_makes_local_workers_run_this_python(tmp_path: Path, spark: Any) -> None:
-    # ``spark`` only groups this test with the other Spark tests (one JVM at a time under
-    # xdist); the script starts its own session, as a user's script does.
+def test_register_makes_local_workers_run_this_python(tmp_path: Path) -> None:
+    # The script starts its own session, as a user's script does; with no session in this
+    # process the test runs beside the Spark tests' worker, as the tiers do.
     out = run_script(USER_SCRIPT, clean_env(tmp_path), str(tmp_path / "table"))
     assert out == {"worker": sys.executable, "rows": [1, 2, 3]}
 
 
 @pytest.mark.spark
 @pytest.mark.connect
-def test_local_connect_without_worker_python_fails_at_register(tmp_path: Path, spark: Any) -> None:
+def test_local_connect_without_worker_python_fails_at_register(tmp_path: Path) -> None:
     pytest.importorskip("pyspark.sql.connect.session")
     out = run_script(CONNECT_SCRIPT, clean_env(tmp_path))
     assert out["error"] == "DELTALOG_WORKER_PYTHON_UNSET"
