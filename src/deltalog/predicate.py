@@ -98,6 +98,17 @@ def push_down_not(p: Predicate) -> Predicate:
         return Or(push_down_not(p.left), push_down_not(p.right))
     return p
 
+def has_opaque(p: Predicate) -> bool:
+    """Whether any part of ``p`` is :class:`Opaque` (text this module cannot evaluate)."""
+    if isinstance(p, Opaque):
+        return True
+    if isinstance(p, And | Or):
+        return has_opaque(p.left) or has_opaque(p.right)
+    if isinstance(p, Not):
+        return has_opaque(p.child)
+    return False
+
+
 def columns(p: Predicate) -> set[str]:
     """The column names ``p`` refers to."""
     if isinstance(p, (Comparison, In, IsNull)):

@@ -32,7 +32,7 @@ from deltalog.actions import (
 from deltalog.change_data_feed import is_cdc_enabled
 from deltalog.commands.write_into_delta import remove_action
 from deltalog.features import is_feature_supported
-from deltalog.predicate import And, Not, Opaque, Or, Predicate, columns
+from deltalog.predicate import Predicate, columns, has_opaque
 from deltalog.table_properties import TableProperties
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class DmlSettings:
 def is_partition_only(snapshot: Snapshot, predicate: Predicate | None) -> bool:
     """Whether ``predicate`` names only partition columns (and nothing opaque), so that its
     value is the same for every row of a file."""
-    if predicate is None or _has_opaque(predicate):
+    if predicate is None or has_opaque(predicate):
         return False
     names = {c.lower() for c in snapshot.partition_columns}
     used = {c.lower() for c in columns(predicate)}
@@ -98,16 +98,6 @@ def partition_matches(snapshot: Snapshot, files: pa.Table, predicate: Predicate)
     if not typed:
         return pa.array([False] * files.num_rows)
     return is_true(evaluate(predicate, pa.table(typed), table=snapshot.table_root))
-
-
-def _has_opaque(p: Predicate) -> bool:
-    if isinstance(p, Opaque):
-        return True
-    if isinstance(p, And | Or):
-        return _has_opaque(p.left) or _has_opaque(p.right)
-    if isinstance(p, Not):
-        return _has_opaque(p.child)
-    return False
 
 
 # -- file actions --------------------------------------------------------------------------------

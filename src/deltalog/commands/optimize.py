@@ -36,7 +36,7 @@ from deltalog.commands.create_table import CLUSTERING_DOMAIN
 from deltalog.commands.dml import partition_matches
 from deltalog.commands.write_into_delta import remove_action
 from deltalog.errors import optimize as optimize_errors
-from deltalog.predicate import And, Not, Opaque, Or, Predicate, columns, parse_predicate
+from deltalog.predicate import And, Predicate, columns, has_opaque, parse_predicate
 from deltalog.table_properties import TableProperties
 from deltalog.txn import operations
 
@@ -259,7 +259,7 @@ def partition_predicate(snapshot: Snapshot, texts: Sequence[str]) -> Predicate |
             p = parse_predicate(text)
         except ValueError as e:
             raise optimize_errors.unsupported_predicate(text, str(e), root) from None
-        if _has_opaque(p):
+        if has_opaque(p):
             raise optimize_errors.unsupported_predicate(
                 text, "only comparisons of partition columns with literals are supported", root
             )
@@ -306,16 +306,6 @@ def validate_z_order_columns(
     if check_stats and missing_stats:
         raise optimize_errors.z_ordering_on_column_without_stats(missing_stats, root)
     return tuple(out)
-
-
-def _has_opaque(p: Predicate) -> bool:
-    if isinstance(p, Opaque):
-        return True
-    if isinstance(p, And | Or):
-        return _has_opaque(p.left) or _has_opaque(p.right)
-    if isinstance(p, Not):
-        return _has_opaque(p.child)
-    return False
 
 
 def _candidate_mask(files: pa.Table, settings: OptimizeSettings) -> pa.Array:
