@@ -27,7 +27,7 @@ import pyarrow as pa
 from deltalog import errors
 from deltalog.actions import Action, AddFile, Metadata, RemoveFile, SetTransaction
 from deltalog.features import check_write_supported
-from deltalog.predicate import Predicate, PredicateSyntaxError, columns, parse_predicate
+from deltalog.predicate import Predicate, PredicateSyntaxError, columns, has_opaque, parse_predicate
 from deltalog.schema import StructType, as_nullable, drop_column_mapping_metadata, parse_schema
 from deltalog.table_properties import TableProperties, validate_new_properties
 from deltalog.txn import operations
@@ -519,20 +519,8 @@ def _partition_only(plan: WritePlan) -> bool:
     return (
         bool(parts)
         and all(c.lower() in parts for c in columns(predicate))
-        and _no_opaque(predicate)
+        and not has_opaque(predicate)
     )
-
-
-def _no_opaque(p: Predicate) -> bool:
-    from deltalog.predicate import And, Not, Opaque, Or
-
-    if isinstance(p, Opaque):
-        return False
-    if isinstance(p, And | Or):
-        return _no_opaque(p.left) and _no_opaque(p.right)
-    if isinstance(p, Not):
-        return _no_opaque(p.child)
-    return True
 
 
 def _partition_key(values: Mapping[str, str | None]) -> tuple[tuple[str, str | None], ...]:
