@@ -198,6 +198,9 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "variantType",
         "variantType-preview",
         "clustering",
+        # Honoured by construction: log cleanup never writes a checkpoint and never deletes
+        # one at or after the version it keeps (deltalog.log.cleanup).
+        "checkpointProtection",
     }
 )
 SUPPORTED_WRITER_VERSIONS = frozenset(range(1, 8))

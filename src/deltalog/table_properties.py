@@ -115,6 +115,11 @@ class TableProperties:
         return self._interval("delta.logRetentionDuration", "interval 30 days")
 
     @property
+    def drop_feature_truncate_history_retention_ms(self) -> int:
+        """How old history must be before ``DROP FEATURE ... TRUNCATE HISTORY`` deletes it."""
+        return self._interval("delta.dropFeatureTruncateHistory.retentionDuration", "24 hours")
+
+    @property
     def set_transaction_retention_duration_ms(self) -> int | None:
         if "delta.setTransactionRetentionDuration" not in self._conf:
             return None

@@ -12,6 +12,7 @@ import pytest
 
 from deltalog.actions import Protocol
 from deltalog.commands import protocol_change as pc
+from deltalog.commands.drop_feature import drop_feature_support
 from deltalog.errors import DeltaError, InvalidArgumentError, UnsupportedFeatureError
 from tests.conformance.rows import canonical, oracle_rows
 
@@ -119,10 +120,10 @@ def test_drop_check_constraints_feature_normalizes_to_legacy(tmp_path: Path) -> 
     pc.upgrade_table_protocol(root, 1, 3)
     pc.set_table_properties(root, {"delta.constraints.positive": "id > 0"})
     with pytest.raises(DeltaError) as e:
-        pc.drop_feature_support(root, "checkConstraints")
+        drop_feature_support(root, "checkConstraints")
     assert e.value.error_class == "DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE"
     pc.unset_table_properties(root, ["delta.constraints.positive"])
-    pc.drop_feature_support(root, "checkConstraints")
+    drop_feature_support(root, "checkConstraints")
     assert _protocol(root) == (1, 2, None, None)
     info = _last_commit(root)
     assert info["operation"] == "DROP FEATURE"
@@ -130,14 +131,20 @@ def test_drop_check_constraints_feature_normalizes_to_legacy(tmp_path: Path) -> 
     assert canonical(oracle_rows(root)) == canonical(DATA)
 
 
-def test_drop_in_commit_timestamp_refused_while_enabled(tmp_path: Path) -> None:
+def test_drop_in_commit_timestamp_disables_it_first(tmp_path: Path) -> None:
+    # The reference's pre-downgrade: ICT is disabled and its provenance properties dropped in
+    # one commit, then the feature leaves the protocol.
     root = _table(tmp_path)
     pc.add_feature_support(root, "inCommitTimestamp")
     pc.set_table_properties(root, {"delta.enableInCommitTimestamps": "true"})
-    with pytest.raises(DeltaError) as e:
-        pc.drop_feature_support(root, "inCommitTimestamp")
-    assert e.value.error_class == "DELTA_FEATURE_DROP_FEATURE_IN_USE"
-    assert "inCommitTimestamp" in (_protocol(root)[3] or [])
+    drop_feature_support(root, "inCommitTimestamp")
+    assert "inCommitTimestamp" not in (_protocol(root)[3] or [])
+    conf = deltalake.DeltaTable(root).metadata().configuration
+    assert conf["delta.enableInCommitTimestamps"] == "false"
+    assert not any(k.startswith("delta.inCommitTimestampEnablement") for k in conf)
+    history = deltalake.DeltaTable(root).history(2)
+    assert [h["operation"] for h in history] == ["DROP FEATURE", "UNSET TBLPROPERTIES"]
+    assert canonical(oracle_rows(root)) == canonical(DATA)
 
 
 @pytest.mark.parametrize(
@@ -149,16 +156,21 @@ def test_drop_in_commit_timestamp_refused_while_enabled(tmp_path: Path) -> None:
         ("delta.appendOnly", False, "DELTA_FEATURE_DROP_FEATURE_IS_DELTA_PROPERTY"),
         ("domainMetadata", True, "DELTA_FEATURE_DROP_HISTORY_TRUNCATION_NOT_ALLOWED"),
         ("domainMetadata", False, "DELTA_FEATURE_DROP_DEPENDENT_FEATURE"),
-        ("deletionVectors", False, "DELTA_FEATURE_DROP_REQUIRES_HISTORY_PROTECTION"),
+        (
+            "checkpointProtection",
+            False,
+            "DELTA_FEATURE_CAN_ONLY_DROP_CHECKPOINT_PROTECTION_WITH_HISTORY_TRUNCATION",
+        ),
     ],
 )
 def test_drop_feature_errors(tmp_path: Path, name: str, truncate: bool, error_class: str) -> None:
     root = _table(tmp_path)
     pc.add_feature_support(root, "clustering")
     pc.add_feature_support(root, "deletionVectors")
+    pc.add_feature_support(root, "checkpointProtection")
     version = deltalake.DeltaTable(root).version()
     with pytest.raises(DeltaError) as e:
-        pc.drop_feature_support(root, name, truncate)
+        drop_feature_support(root, name, truncate)
     assert e.value.error_class == error_class
     assert deltalake.DeltaTable(root).version() == version
 
@@ -167,10 +179,10 @@ def test_drop_dependency_after_dependent(tmp_path: Path) -> None:
     root = _table(tmp_path)
     pc.add_feature_support(root, "domainMetadata")
     pc.add_feature_support(root, "deletionVectors")
-    pc.drop_feature_support(root, "domainMetadata")
+    drop_feature_support(root, "domainMetadata")
     _, _, readers, writers = _protocol(root)
     assert readers == ["deletionVectors"]
     assert writers == ["appendOnly", "deletionVectors", "invariants"]
     with pytest.raises(UnsupportedFeatureError):
-        pc.drop_feature_support(root, "domainMetadata")
+        drop_feature_support(root, "domainMetadata")
     assert canonical(oracle_rows(root)) == canonical(DATA)

@@ -217,6 +217,23 @@ def plan_optimize(
     )
 
 
+def plan_purge(snapshot: Snapshot, settings: OptimizeSettings | None = None) -> OptimizePlan:
+    """The bins of ``REORG TABLE ... APPLY (PURGE)``: every file with a deletion vector,
+    packed per partition as compaction packs them, so that the rewrite leaves no vector (the
+    reference's purge strategy; DROP FEATURE deletionVectors runs it)."""
+    import pyarrow.compute as pc
+
+    settings = settings or OptimizeSettings()
+    files = snapshot.all_files_arrow()
+    with_vector = files.filter(pc.is_valid(files.column("deletionVector")))
+    bins = [
+        Bin(values, packed)
+        for values, group in _by_partition(snapshot, with_vector)
+        for packed in _pack(group, settings.max_file_size)
+    ]
+    return OptimizePlan(snapshot, tuple(bins), (), None, (), settings, files.num_rows)
+
+
 def clustering_columns(snapshot: Snapshot) -> tuple[str, ...]:
     """The clustering columns of a clustered (liquid) table, from its ``delta.clustering``
     domain, in the schema's spelling (physical names mapped back under column mapping); empty

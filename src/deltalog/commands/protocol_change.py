@@ -11,16 +11,11 @@
   ``upgradeTableProtocol`` / ``addFeatureSupport``: both are ``SET TBLPROPERTIES`` commits.
 * :func:`upgrade_protocol` is ``DeltaLog.upgradeProtocol``: commits ``UPGRADE PROTOCOL`` with the
   given protocol, and refuses a downgrade with ``DELTA_INVALID_PROTOCOL_DOWNGRADE``.
-* :func:`drop_feature_support` commits ``DROP FEATURE`` for removable writer-only features whose
-  traces are gone from the current version (the reference's rules for names, dependencies and the
-  truncate-history flag). Reader-writer features need the reference's history protection
-  (barrier checkpoints plus ``checkpointProtection``, or truncated history), which deltalog does
-  not implement: those raise ``DELTA_FEATURE_DROP_REQUIRES_HISTORY_PROTECTION``.
+* ``DROP FEATURE`` is :mod:`deltalog.commands.drop_feature`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -32,43 +27,14 @@ from deltalog.features import (
     FEATURE_PROP_PREFIX,
     MIN_READER_VERSION_PROP,
     MIN_WRITER_VERSION_PROP,
-    TABLE_FEATURES,
-    _closure,
-    _normalize,
     _supported,
 )
-from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
 from deltalog.storage.base import LogStore
-from deltalog.table_properties import KNOWN_PROPERTIES, validate_new_properties
+from deltalog.table_properties import validate_new_properties
 from deltalog.txn import operations
 
 log = logging.getLogger(__name__)
-
-# Writer-only features the reference can drop without history protection, with the property
-# keys its downgrade commit removes from the configuration.
-_DROPPABLE_WRITER_FEATURES: dict[str, tuple[str, ...]] = {
-    "checkConstraints": (),
-    "domainMetadata": (),
-    "inCommitTimestamp": (),
-    "rowTracking": (),
-    "materializePartitionColumns": (),
-    "identityColumns": (),
-}
-# Reader-writer features the reference can drop, with history protection.
-_DROPPABLE_WITH_HISTORY = frozenset(
-    {
-        "deletionVectors",
-        "v2Checkpoint",
-        "columnMapping",
-        "vacuumProtocolCheck",
-        "typeWidening",
-        "typeWidening-preview",
-        "coordinatedCommits-preview",
-        "catalogManaged",
-    }
-)
-CHECKPOINT_PROTECTION = "checkpointProtection"
 
 
 def set_table_properties(
@@ -173,45 +139,6 @@ def can_upgrade_to(current: Protocol, new: Protocol) -> bool:
     )
 
 
-def drop_feature_support(
-    path: str, name: str, truncate_history: bool = False, *, store: LogStore | None = None
-) -> int:
-    """Drop feature ``name`` from the protocol (``ALTER TABLE DROP FEATURE``), leaving the
-    weakest protocol for the remaining features (legacy versions when they fit); returns the
-    committed version (operation ``DROP FEATURE``).
-
-    Raises:
-        InvalidArgumentError: a table property passed as the name
-            (``DELTA_FEATURE_DROP_FEATURE_IS_DELTA_PROPERTY``); ``truncate_history`` for a
-            feature that needs no history protection; ``checkpointProtection`` without it.
-        UnsupportedFeatureError: the feature is not in the protocol, cannot be dropped, is
-            unknown, or needs history protection deltalog does not implement.
-        DeltaWriteError: another listed feature depends on it
-            (``DELTA_FEATURE_DROP_DEPENDENT_FEATURE``); the current version still uses it.
-    """
-    delta_log = DeltaLog.for_table(path, store=store)
-    txn = delta_log.start_transaction()
-    snapshot = _require(txn.snapshot, delta_log)
-    table = snapshot.table_root
-    feature = _removable_feature(snapshot, name)
-    history = feature in _DROPPABLE_WITH_HISTORY or feature == CHECKPOINT_PROTECTION
-    if truncate_history and not history:
-        raise manage_errors.history_truncation_not_allowed(table)
-    if feature == CHECKPOINT_PROTECTION and not truncate_history:
-        raise manage_errors.can_only_drop_checkpoint_protection_with_history_truncation(table)
-    _check_dependents(snapshot, feature)
-    if history:
-        raise manage_errors.drop_table_feature_needs_history_protection(
-            table, feature, truncate_history
-        )
-    _check_unused(snapshot, feature)
-    remaining = _supported(snapshot.protocol) - {feature}
-    txn.update_protocol(_normalize(remaining, set(snapshot.protocol.reader_features or ())))
-    txn.allow_protocol_downgrade = True
-    op = operations.drop_table_feature(name, False)
-    return txn.commit([], op)
-
-
 # -- helpers --------------------------------------------------------------------------------------
 
 
@@ -238,73 +165,3 @@ def _log_ignored_downgrade(snapshot: Snapshot, props: Mapping[str, str]) -> None
     ]
     if any(asked):
         log.info("Protocol downgrade of %s ignored (versions only go up)", snapshot.table_root)
-
-
-def _removable_feature(snapshot: Snapshot, name: str) -> str:
-    """The canonical name of the feature to drop, checked in the reference's order."""
-    table = snapshot.table_root
-    supported = _supported(snapshot.protocol)
-    by_lower = {n.lower(): n for n in TABLE_FEATURES}
-    canonical = by_lower.get(name.lower())
-    lower = name.lower()
-    if canonical not in supported and lower.startswith("delta."):
-        known = {k.lower() for k in KNOWN_PROPERTIES}
-        if lower[len("delta.") :] in known:
-            raise manage_errors.drop_table_feature_is_a_delta_property(table, name)
-    if canonical is None:
-        raise manage_errors.drop_table_feature_not_supported_by_client(table, name)
-    if canonical not in supported:
-        raise manage_errors.drop_table_feature_not_supported_by_protocol(table, name)
-    removable = _DROPPABLE_WRITER_FEATURES.keys() | _DROPPABLE_WITH_HISTORY
-    if canonical not in removable and canonical != CHECKPOINT_PROTECTION:
-        raise manage_errors.drop_table_feature_non_removable(table, name)
-    return canonical
-
-
-def _check_dependents(snapshot: Snapshot, feature: str) -> None:
-    supported = _supported(snapshot.protocol)
-    dependents = {n for n in supported if n != feature and feature in _closure({n}) - {n}}
-    if dependents:
-        raise manage_errors.drop_table_feature_dependent(snapshot.table_root, feature, dependents)
-
-
-def _check_unused(snapshot: Snapshot, feature: str) -> None:
-    """Refuse while the current version still uses ``feature`` (the reference's
-    ``validateDropInvariants``; its pre-downgrade commands would first remove the traces)."""
-    table = snapshot.table_root
-    conf = snapshot.metadata.configuration
-    if feature == "checkConstraints":
-        names = [k[len("delta.constraints.") :] for k in conf if k.startswith("delta.constraints.")]
-        if names:
-            raise manage_errors.drop_check_constraint_feature(table, names)
-    traces = _traces(snapshot, feature, conf)
-    if traces is not None:
-        found, fix = traces
-        raise manage_errors.drop_table_feature_in_use(table, feature, found, fix)
-
-
-def _traces(snapshot: Snapshot, feature: str, conf: Mapping[str, str]) -> tuple[str, str] | None:
-    if feature == "inCommitTimestamp":
-        keys = [
-            k
-            for k in (
-                "delta.enableInCommitTimestamps",
-                "delta.inCommitTimestampEnablementVersion",
-                "delta.inCommitTimestampEnablementTimestamp",
-            )
-            if k in conf and not (k == "delta.enableInCommitTimestamps" and conf[k] == "false")
-        ]
-        if keys:
-            return f"properties {keys}", f"unset {', '.join(keys)} first."
-    if feature == "rowTracking" and conf.get("delta.enableRowTracking", "false") != "false":
-        return "delta.enableRowTracking", "set delta.enableRowTracking=false first."
-    if feature == "domainMetadata" and snapshot.domain_metadata:
-        domains = sorted({d.domain for d in snapshot.domain_metadata if not d.removed})
-        if domains:
-            return f"domains {domains}", "remove the domains (e.g. clustering) first."
-    if feature == "identityColumns" and snapshot.metadata.schema_string:
-        schema = json.loads(parse_schema(snapshot.metadata.schema_string).to_json())
-        cols = [f["name"] for f in schema["fields"] if "delta.identity.start" in f["metadata"]]
-        if cols:
-            return f"identity columns {cols}", "drop the identity columns first."
-    return None

@@ -143,6 +143,73 @@ def drop_table_feature_needs_history_protection(
     )
 
 
+def drop_feature_wait_for_retention_period(
+    table: str, name: str, log_retention: str, truncate_retention: str
+) -> DeltaWriteError:
+    return DeltaWriteError(
+        "DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD",
+        f"Dropping {name} was partially successful. The feature is now no longer used in the "
+        "current version of the table. However, the feature is still present in historical "
+        "versions of the table. The table feature cannot be dropped from the table protocol "
+        "until these historical versions have expired. The retention period for historical "
+        f"versions is currently configured as delta.logRetentionDuration={log_retention}.",
+        table=table,
+        help=f"wait for the TRUNCATE HISTORY retention period to expire ({truncate_retention}) "
+        "and run the drop with truncateHistory again, or drop it without truncateHistory "
+        "(checkpoint protection).",
+    )
+
+
+def drop_feature_historical_versions_exist(
+    table: str, name: str, log_retention: str, truncate_retention: str
+) -> DeltaWriteError:
+    return DeltaWriteError(
+        "DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST",
+        f"Cannot drop {name} because the Delta log contains historical versions that use the "
+        "feature. Please wait until the history retention period "
+        f"(delta.logRetentionDuration={log_retention}) has passed since the feature was last "
+        "active.",
+        table=table,
+        help=f"wait for the TRUNCATE HISTORY retention period to expire ({truncate_retention}) "
+        "and run the drop with truncateHistory again.",
+    )
+
+
+def drop_checkpoint_protection_wait_for_retention_period(
+    table: str, truncate_retention: str
+) -> DeltaWriteError:
+    return DeltaWriteError(
+        "DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD",
+        "The operation did not succeed because there are still traces of dropped features in "
+        "the table history. CheckpointProtection cannot be dropped until these historical "
+        "versions have expired. The retention period for historical versions is currently "
+        f"configured to {truncate_retention}.",
+        table=table,
+        help="wait for the historical versions to expire, then repeat the drop.",
+    )
+
+
+def drop_feature_conflict_revalidation_failed(
+    table: str, version: int, operation: str | None
+) -> DeltaWriteError:
+    return DeltaWriteError(
+        "DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL",
+        "Cannot drop feature because a concurrent transaction modified the table. Please try "
+        f"the operation again. Conflicting commit: version {version} ({operation}).",
+        table=table,
+        help="run the drop again.",
+    )
+
+
+def drop_feature_checkpoint_failed(table: str, name: str) -> DeltaWriteError:
+    return DeltaWriteError(
+        "DELTA_FEATURE_DROP_CHECKPOINT_FAILED",
+        f"Dropping {name} failed due to a failure in checkpoint creation.",
+        table=table,
+        help="try again later; nothing of the feature was dropped from the protocol.",
+    )
+
+
 def unset_non_existent_property(table: str, key: str) -> InvalidArgumentError:
     return InvalidArgumentError(
         "DELTA_UNSET_NON_EXISTENT_PROPERTY",

@@ -20,6 +20,11 @@ no retained version needs:
 * When a checkpoint was deleted, V2 sidecars in ``_delta_log/_sidecars`` that no remaining
   checkpoint names and that are older than the cutoff are deleted too.
 
+* Tables with ``checkpointProtection`` need nothing more: the feature lets a cleanup that
+  creates no checkpoint and deletes none at or after the version it truncates to proceed (the
+  reference's ``CheckpointProtectionTableFeature`` rule b), and this one only deletes below a
+  checkpoint it keeps.
+
 Files are deleted oldest first, so an interrupted cleanup leaves a valid log.
 """
 
@@ -49,16 +54,24 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_MS_PER_DAY = 86_400_000
+MS_PER_DAY = 86_400_000
+# DROP FEATURE ... TRUNCATE HISTORY truncates its cutoff to the minute, not the day.
+MS_PER_MINUTE = 60_000
 
 
-def cutoff_timestamp(now_ms: int, retention_ms: int) -> int:
-    """``now - retention`` truncated to the start of its UTC day (ms since the epoch)."""
-    return (now_ms - retention_ms) // _MS_PER_DAY * _MS_PER_DAY
+def cutoff_timestamp(now_ms: int, retention_ms: int, granularity_ms: int = MS_PER_DAY) -> int:
+    """``now - retention`` truncated to the start of its UTC day (or ``granularity_ms``)."""
+    return (now_ms - retention_ms) // granularity_ms * granularity_ms
 
 
 def cleanup_expired_logs(
-    store: LogStore, log_root: str, *, retention_ms: int, now_ms: int, table: str
+    store: LogStore,
+    log_root: str,
+    *,
+    retention_ms: int,
+    now_ms: int,
+    table: str,
+    granularity_ms: int = MS_PER_DAY,
 ) -> list[str]:
     """Delete the log files of ``log_root`` that expired ``retention_ms`` before ``now_ms``
     and that no retained version needs (see the module doc).
@@ -69,6 +82,7 @@ def cleanup_expired_logs(
         retention_ms: ``delta.logRetentionDuration`` in milliseconds.
         now_ms: the current time (ms since the epoch).
         table: the table root, for messages.
+        granularity_ms: the cutoff is truncated to a multiple of this (a day by default).
 
     Returns:
         The paths deleted, in the order they were deleted.
@@ -80,7 +94,7 @@ def cleanup_expired_logs(
         raise errors.invalid_argument(
             f"log retention must not be negative, got {retention_ms} ms", table
         )
-    cutoff = cutoff_timestamp(now_ms, retention_ms)
+    cutoff = cutoff_timestamp(now_ms, retention_ms, granularity_ms)
     hint = _read_hint(store, log_root)
     if hint is None:
         log.info("No usable %s in %s: no log cleanup", LAST_CHECKPOINT, log_root)

@@ -255,8 +255,8 @@ class DeltaTable:
 
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
         """Drop a table feature from the protocol; see
-        :func:`deltalog.commands.protocol_change.drop_feature_support` for what is supported."""
-        from deltalog.commands.protocol_change import drop_feature_support
+        :func:`deltalog.commands.drop_feature.drop_feature_support` for what is supported."""
+        from deltalog.commands.drop_feature import drop_feature_support
 
         drop_feature_support(self._log.table_root, featureName, bool(truncateHistory))
         self._log.update()

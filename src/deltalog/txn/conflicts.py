@@ -4,6 +4,8 @@ wanted? (reference ``ConflictChecker``; protocol.md §11.2, writes.md §1.5.)
 :func:`check_conflicts` compares the pending commit with one winning commit, in the
 reference's order:
 
+0. a transaction dropping a feature conflicts with any winner
+   (``DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL``);
 1. protocol: the winner's protocol must be one deltalog reads and writes; both changing it, or
    the winner dropping features, conflicts (``DELTA_PROTOCOL_CHANGED``);
 2. metadata: both changing it conflicts; a winner's change alone conflicts unless it only
@@ -42,6 +44,7 @@ from deltalog.actions import (
     action_from_json,
 )
 from deltalog.data_skipping import files_matching
+from deltalog.errors import manage as manage_errors
 from deltalog.features import (
     check_read_supported,
     check_write_supported,
@@ -217,6 +220,7 @@ class _Checker:
         )
 
     def run(self) -> PendingCommit:
+        self.check_feature_drop()
         self.check_protocol()
         self.check_metadata()
         self.check_domain_metadata()
@@ -268,6 +272,20 @@ class _Checker:
             if dropped:
                 raise self.protocol_changed(f", dropping feature(s) {', '.join(sorted(dropped))}")
         self.protocol = theirs
+
+    def check_feature_drop(self) -> None:
+        """A protocol downgrade (DROP FEATURE) checked its invariants on its own snapshot; the
+        reference re-validates them on the winner's, deltalog refuses any winner instead, which
+        never lets a trace slip in (and keeps ``requireCheckpointProtectionBeforeVersion``
+        equal to the version the downgrade lands at)."""
+        snapshot, ours = self.pending.snapshot, self.pending.protocol
+        if snapshot is None or ours is None:
+            return
+        if _supported_features(snapshot.protocol) - _supported_features(ours):
+            w = self.winner
+            raise manage_errors.drop_feature_conflict_revalidation_failed(
+                self.table, w.version, w.operation
+            )
 
     def protocol_changed(self, reason: str) -> errors.ProtocolChangedException:
         w = self.winner

@@ -287,3 +287,19 @@ def drop_table_feature(feature_name: str, truncate_history: bool) -> Operation:
     return Operation(
         "DROP FEATURE", {"featureName": feature_name, "truncateHistory": truncate_history}
     )
+
+
+def reorg_purge(predicates: Sequence[str]) -> Operation:
+    """``REORG`` with ``APPLY (PURGE)`` (reference ``DeltaOperations.Reorg``)."""
+    return Operation("REORG", {"predicate": list(predicates), "applyPurge": True})
+
+
+def empty_commit() -> Operation:
+    """``Empty Commit``: a version with no actions, which DROP FEATURE checkpoints on."""
+    return Operation("Empty Commit", {})
+
+
+def deletion_vector_tombstones() -> Operation:
+    """``Deletion Vector Tombstones``: removes naming deletion-vector files, so that VACUUM
+    may delete them once the table no longer supports deletion vectors."""
+    return Operation("Deletion Vector Tombstones", {})
