@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("obstore")
 pytest.importorskip("moto.server")
 
-from tests.objstore.proxy import FaultProxy  # noqa: E402
+from tests.objstore.proxy import FaultProxy
 
 
 def _free_port() -> int:

@@ -35,6 +35,7 @@ from deltalog.schema import (
 )
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import conf_get, ensure_no_listing_job, is_connect, reader
+from deltalog.spark.storage import jvm_reads, read_through_seam
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -74,6 +75,9 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
         InvalidTableError: a data file named in the log is missing.
         UnsupportedFeatureError: a file path Spark's file source cannot read as given.
     """
+    if not jvm_reads(spark, snapshot.table_root):  # an object store without its Hadoop jars
+        df = read_through_seam(spark, snapshot.table_root, snapshot.version)
+        return df.where(where) if where else df
     _check_spark_supports(spark, snapshot)
     files = scan_files(spark, snapshot, where)
     df = scan_dataframe(spark, snapshot, store, files)

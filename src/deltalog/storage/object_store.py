@@ -198,6 +198,7 @@ class ObjectLogStore:
                 raise FileExistsError(path)
             self._call("PUT", path, lambda: obstore.put(self._store, key, data))
             return
+
         def create() -> bool:
             try:
                 obstore.put(self._store, key, data, mode="create")
@@ -324,7 +325,7 @@ def _build(bucket: str, options: StorageOptions) -> Any:
         else:
             config[key.lower()] = value
     try:
-        return from_url(bucket, config=config or None, client_options=client or None)  # type: ignore[call-overload]
+        return from_url(bucket, config=config or None, client_options=client or None)  # type: ignore[arg-type]
     except BaseError as e:
         # The library's first line names the key; the value is not repeated.
         raise storage_errors.bad_storage_option(

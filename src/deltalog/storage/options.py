@@ -21,6 +21,8 @@ SINGLE_WRITER_KEYS = ("DELTALOG_SINGLE_WRITER", "AWS_S3_ALLOW_UNSAFE_RENAME")
 """Opt-ins to commit on a store without conditional writes (ours, and delta-rs's S3 name)."""
 
 SPARK_CONF_PREFIX = "spark.deltalog.storage."
+STORAGE_PREFIXES = ("aws_", "azure_", "google_", "deltalog_")
+"""Lower-cased prefixes of reader/writer options that are storage options."""
 
 # Hadoop s3a names of the session conf, and the option each one is.
 _S3A_NAMES = {
@@ -55,6 +57,9 @@ class StorageOptions:
         merged = dict(self.items)
         merged.update(other.items)
         return StorageOptions(tuple(sorted(merged.items())))
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.items)
 
     def get(self, key: str) -> str | None:
         for k, v in self.items:
