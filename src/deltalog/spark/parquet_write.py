@@ -33,7 +33,7 @@ from deltalog.schema import PrimitiveType, StructField, StructType
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import RAW_LOCAL_FS_OPTIONS, conf_get, session_time_zone
 from deltalog.spark.storage import jvm_reads
-from deltalog.storage import store_for
+from deltalog.storage import is_remote, store_for
 from deltalog.storage.base import LogStore
 from deltalog.timestamps import parse_datetime
 from deltalog.write.partitioning import (
@@ -151,7 +151,7 @@ def _add(
     layout = plan.layout
     path = f"{layout.table_root}/{relative}"
     info = store.stat(path)
-    footer = pq.read_metadata(path)
+    footer = pq.read_metadata(store.open_input(path) if is_remote(path) else path)  # type: ignore[attr-defined]
     stats = StatsCollector.for_table(
         layout.schema,
         layout.partition_columns,

@@ -171,6 +171,15 @@ class ObjectLogStore:
             "GET", path, lambda: bytes(obstore.get_range(self._store, key, start=start, end=end))
         )
 
+    def open_input(self, path: str) -> BinaryIO:
+        """A seekable reader of ``path`` that fetches only the ranges read (a parquet footer
+        costs two small GETs, not the file)."""
+        import obstore
+
+        key = self.key(path)
+        reader = self._call("HEAD", path, lambda: obstore.open_reader(self._store, key))
+        return reader  # type: ignore[return-value]
+
     def stat(self, path: str) -> FileInfo:
         import obstore
 
