@@ -25,11 +25,11 @@ def resolve(root: str, uri: str) -> str:
     object-store URI (``s3://bucket/key``, key decoded once) for tables in object stores."""
     if uri.startswith(("file:", "/")):
         return uri_to_local_path(uri)
+    if _is_object_uri(uri):
+        scheme, _, rest = uri.partition("://")
+        authority, _, key = rest.partition("/")
+        return f"{scheme}://{authority}/{unquote(key)}"
     if "://" in uri.split("/", 1)[0]:
-        if _is_object_uri(uri):
-            scheme, _, rest = uri.partition("://")
-            authority, _, key = rest.partition("/")
-            return f"{scheme}://{authority}/{unquote(key)}"
         raise ValueError(f"non-local path {uri!r} is not supported by the local store")
     return posixpath.join(root, unquote(uri))
 

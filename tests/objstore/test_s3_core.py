@@ -203,6 +203,23 @@ def test_listing_starts_after_a_version_and_skips_side_files(s3: dict[str, Any])
     assert store.read_range(f"{log}/00000000000000000010.checkpoint.parquet", 0, 1) == b"x"  # type: ignore[attr-defined]
 
 
+def test_parquet_footer_read_by_range(s3: dict[str, Any]) -> None:
+    import io
+
+    import pyarrow.parquet as pq
+
+    store = store_for(s3["root"], s3["options"])
+    path = f"{s3['root']}/t/part-0.parquet"
+    table = pa.table({"id": pa.array(range(50_000), pa.int64())})
+    with store.open_output(path) as out:
+        pq.write_table(table, out)
+    local = io.BytesIO()
+    pq.write_table(table, local)
+    footer = pq.read_metadata(store.open_input(path))  # type: ignore[attr-defined]
+    assert footer.num_rows == 50_000
+    assert footer.serialized_size < store.stat(path).size == len(local.getvalue())
+
+
 def test_secrets_never_shown(s3: dict[str, Any]) -> None:
     store = store_for(s3["root"], {**s3["options"], "AWS_SESSION_TOKEN": "tok-secret"})
     assert SECRET not in repr(store) and "tok-secret" not in repr(store)
