@@ -119,7 +119,7 @@ def test_four_processes_committing_concurrently_lose_nothing(s3: dict[str, Any])
     uri = f"{s3['root']}/concurrent"
     seed = pa.table({"id": pa.array([-1], pa.int64()), "w": [-1]})
     write_table(uri, seed, storage_options=s3["options"])
-    workers, commits = 4, 3
+    workers, commits = 4, 2
     ctx = multiprocessing.get_context("spawn")
     procs = [
         ctx.Process(target=_append_worker, args=(uri, s3["options"], w, commits))

@@ -281,13 +281,22 @@ class ObjectLogStore:
 
     def _probe(self, path: str) -> bool:
         import obstore
-        from obstore.exceptions import AlreadyExistsError, BaseError, PreconditionError
+        from obstore.exceptions import (
+            AlreadyExistsError,
+            BaseError,
+            NotSupportedError,
+            PreconditionError,
+        )
 
         probe = posixpath.join(posixpath.dirname(self.key(path)), f".deltalog-probe-{uuid.uuid4()}")
         try:
             obstore.put(self._store, probe, b"1", mode="create")
-        except BaseError:
-            return False  # the endpoint rejects conditional puts (501 NotImplemented, ...)
+        except NotSupportedError:
+            return False
+        except BaseError as e:
+            if "501" in str(e) or "NotImplemented" in str(e):
+                return False  # the endpoint rejects conditional puts
+            raise storage_errors.request_failed(self.bucket, "PUT", path, e) from None
         try:
             obstore.put(self._store, probe, b"2", mode="create")
             return False
