@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from deltalog import errors
@@ -34,7 +34,7 @@ from deltalog.log.replay import InMemoryLogReplay
 from deltalog.log.segment import LogSegment, build_log_segment
 from deltalog.paths import normalize_table_root
 from deltalog.snapshot import Snapshot
-from deltalog.storage import store_for
+from deltalog.storage import StorageOptions, is_remote, register, store_for
 from deltalog.storage.base import FileInfo, LogStore
 
 if TYPE_CHECKING:
@@ -103,6 +103,7 @@ class DeltaLog:
         store: LogStore | None = None,
         spark: Any = None,
         engine: Engine = "auto",
+        storage_options: Mapping[str, str] | None = None,
     ) -> None:
         if engine not in ("auto", "driver", "spark"):
             raise errors.invalid_argument(f"engine must be auto, driver or spark, not {engine!r}")
@@ -110,7 +111,10 @@ class DeltaLog:
             raise errors.invalid_argument("engine='spark' needs a SparkSession (spark=...)")
         self.table_root = normalize_table_root(table_root)
         self.log_root = f"{self.table_root}/{LOG_DIR}"
-        self.store: LogStore = store or store_for(self.table_root)
+        if storage_options and is_remote(self.table_root):
+            # Every later store_for in this process (data files, executors' planning) sees them.
+            register(self.table_root, StorageOptions.of(storage_options))
+        self.store: LogStore = store or store_for(self.table_root, storage_options)
         self.spark = spark
         self.engine: Engine = engine
         self.staleness_limit_ms = 0
@@ -125,19 +129,31 @@ class DeltaLog:
 
     @classmethod
     def for_table(
-        cls, path: str, *, store: LogStore | None = None, spark: Any = None, engine: Engine = "auto"
+        cls,
+        path: str,
+        *,
+        store: LogStore | None = None,
+        spark: Any = None,
+        engine: Engine = "auto",
+        storage_options: Mapping[str, str] | None = None,
     ) -> DeltaLog:
-        """The ``DeltaLog`` of the table at ``path`` (one cached instance per path and engine).
+        """The ``DeltaLog`` of the table at ``path`` (one cached instance per path, engine and
+        storage options). ``storage_options`` (delta-rs's names: ``AWS_ENDPOINT_URL``, ...)
+        reach object stores; see :func:`deltalog.storage.store_for`.
 
         A path that holds no table yet gives a log whose :meth:`update` raises
         :class:`~deltalog.errors.TableNotFoundError`; a corrupt log raises here.
         """
         key = f"{normalize_table_root(path)}|{engine}|{id(spark) if spark is not None else ''}"
+        if storage_options:
+            key += f"|{hash(StorageOptions.of(storage_options))}"
         with cls._instances_lock:
             existing = cls._instances.get(key)
         if existing is not None and store is None:
             return existing
-        created = cls(path, store=store, spark=spark, engine=engine)
+        created = cls(
+            path, store=store, spark=spark, engine=engine, storage_options=storage_options
+        )
         if store is None:
             with cls._instances_lock:
                 cls._instances.setdefault(key, created)

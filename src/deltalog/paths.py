@@ -21,15 +21,32 @@ def uri_to_local_path(uri: str) -> str:
 
 
 def resolve(root: str, uri: str) -> str:
-    """The local path of a log path ``uri`` relative to ``root`` (or absolute)."""
+    """The path of a log path ``uri`` relative to ``root`` (or absolute): a local path, or an
+    object-store URI (``s3://bucket/key``, key decoded once) for tables in object stores."""
     if uri.startswith(("file:", "/")):
         return uri_to_local_path(uri)
+    if _is_object_uri(uri):
+        scheme, _, rest = uri.partition("://")
+        authority, _, key = rest.partition("/")
+        return f"{scheme}://{authority}/{unquote(key)}"
     if "://" in uri.split("/", 1)[0]:
         raise ValueError(f"non-local path {uri!r} is not supported by the local store")
     return posixpath.join(root, unquote(uri))
 
 
 def normalize_table_root(path: str) -> str:
-    """An absolute, normalized local table root (``file:`` URIs accepted)."""
+    """An absolute, normalized local table root (``file:`` URIs accepted), or an object-store
+    URI without its trailing slash (``s3://bucket/table``)."""
+    if _is_object_uri(path):
+        scheme, _, rest = path.partition("://")
+        authority, _, key = rest.partition("/")
+        key = posixpath.normpath("/" + key).rstrip("/") if key else ""
+        return f"{scheme}://{authority}{key}"
     local = uri_to_local_path(path) if path.startswith("file:") else path
     return os.path.abspath(os.path.expanduser(local)).rstrip("/") or "/"
+
+
+def _is_object_uri(path: str) -> bool:
+    from deltalog.storage.object_store import is_object_store_uri
+
+    return is_object_store_uri(path)

@@ -43,6 +43,7 @@ def write_table(
     target_file_size: int = 128 * 1024 * 1024,
     data_change: bool = True,
     description: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> int | None:
     """Write Arrow data into the Delta table at ``path`` (created when absent).
 
@@ -58,6 +59,8 @@ def write_table(
         partition_overwrite_mode: ``dynamic`` replaces only the partitions written.
         txn_app_id, txn_version: an idempotent write: skipped when the table already has this
             version (or a later one) for this application id.
+        storage_options: credentials and endpoint of an object store (delta-rs's names,
+            ``AWS_ENDPOINT_URL``, ...), used for the bucket in this process.
 
     Returns:
         The committed version, or ``None`` when nothing was committed.
@@ -90,7 +93,7 @@ def write_table(
         configuration=dict(configuration or {}),
         description=description,
     )
-    log = DeltaLog.for_table(path)
+    log = DeltaLog.for_table(path, storage_options=storage_options)
     batches = _batches(data)
     plan = prepare_write(log, schema_from_arrow(batches.schema), options)
     if plan.skip:

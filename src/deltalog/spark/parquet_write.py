@@ -32,7 +32,8 @@ from deltalog.partition_values import parse_partition_value
 from deltalog.schema import PrimitiveType, StructField, StructType
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import RAW_LOCAL_FS_OPTIONS, conf_get, session_time_zone
-from deltalog.storage import store_for
+from deltalog.spark.storage import jvm_reads
+from deltalog.storage import is_remote, store_for
 from deltalog.storage.base import LogStore
 from deltalog.timestamps import parse_datetime
 from deltalog.write.partitioning import (
@@ -50,7 +51,7 @@ WRITER_CONF = "spark.deltalog.writer"  # auto (default), spark or python: which 
 def can_write(spark: Any, plan: WritePlan) -> bool:
     """Whether Spark's parquet writer can write this table's files."""
     choice = conf_get(spark, WRITER_CONF, "auto").lower()
-    if choice == "python":
+    if choice == "python" or not jvm_reads(spark, plan.layout.table_root):
         return False
     return plan.layout.column_mapping_mode == "none"
 
@@ -150,7 +151,7 @@ def _add(
     layout = plan.layout
     path = f"{layout.table_root}/{relative}"
     info = store.stat(path)
-    footer = pq.read_metadata(path)
+    footer = pq.read_metadata(store.open_input(path) if is_remote(path) else path)  # type: ignore[attr-defined]
     stats = StatsCollector.for_table(
         layout.schema,
         layout.partition_columns,

@@ -35,6 +35,8 @@ from deltalog.schema import (
 )
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import conf_get, ensure_no_listing_job, is_connect, reader
+from deltalog.spark.storage import jvm_reads, read_through_seam
+from deltalog.storage import is_remote
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -52,7 +54,12 @@ _UNREADABLE = frozenset("*?[]{}\\:")
 
 
 def spark_file_uri(local_path: str) -> str:
-    """The ``_metadata.file_path`` Spark reports for a local file read by its plain path."""
+    """The ``_metadata.file_path`` Spark reports for a local file read by its plain path (an
+    object-store URI as Hadoop names it: ``s3://`` is ``s3a://``)."""
+    if local_path.startswith("s3://"):
+        return "s3a://" + local_path[len("s3://") :]
+    if is_remote(local_path):
+        return local_path
     if _PLAIN_PATH.fullmatch(local_path):
         return "file:" + local_path
     out: list[str] = []
@@ -74,6 +81,9 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
         InvalidTableError: a data file named in the log is missing.
         UnsupportedFeatureError: a file path Spark's file source cannot read as given.
     """
+    if not jvm_reads(spark, snapshot.table_root):  # an object store without its Hadoop jars
+        df = read_through_seam(spark, snapshot.table_root, snapshot.version)
+        return df.where(where) if where else df
     _check_spark_supports(spark, snapshot)
     files = scan_files(spark, snapshot, where)
     df = scan_dataframe(spark, snapshot, store, files)
@@ -111,6 +121,8 @@ def scan_dataframe(
             )
         return empty
     paths = [resolve(snapshot.table_root, p) for p in files["path"].to_pylist()]
+    if is_remote(snapshot.table_root):  # Hadoop's names for the JVM reader (s3:// is s3a://)
+        paths = [spark_file_uri(p) for p in paths]
     _check_readable(snapshot.table_root, paths)
     ensure_no_listing_job(spark)
     if mode == "id":
@@ -231,7 +243,8 @@ def _physical_type(t: DataType, mode: str) -> DataType:
 
 def _check_readable(table_root: str, paths: list[str]) -> None:
     for path in paths:
-        if any(ch in _UNREADABLE for ch in path):
+        name = path.partition("://")[2] if is_remote(path) else path
+        if any(ch in _UNREADABLE for ch in name):
             raise errors.UnsupportedFeatureError(
                 "DELTA_UNREADABLE_FILE_PATH",
                 f"data file {path} has a character Spark's file source cannot read by path.",

@@ -44,7 +44,9 @@ from deltalog.schema import (
     parse_schema,
 )
 from deltalog.spark.schema import to_spark_schema
-from deltalog.storage import store_for
+from deltalog.storage import StorageOptions, is_remote, store_for
+from deltalog.storage import register as register_storage
+from deltalog.storage.options import STORAGE_PREFIXES
 from deltalog.timestamps import parse_timestamp
 
 READ_OPTIONS = {
@@ -137,7 +139,11 @@ class DeltaDataSource(DataSource):
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
         opts = {k.lower(): v for k, v in options.items()}
-        unknown = sorted(set(opts) - READ_OPTIONS)
+        # Object-store credentials and endpoints (delta-rs's names): never in error messages.
+        self._storage = StorageOptions.of(
+            {k: v for k, v in opts.items() if k.startswith(STORAGE_PREFIXES)}
+        )
+        unknown = sorted(k for k in set(opts) - READ_OPTIONS if not k.startswith(STORAGE_PREFIXES))
         if unknown:
             raise errors.invalid_argument(f"Unknown option(s) for the delta format: {unknown}")
         if "path" not in opts:
@@ -148,7 +154,7 @@ class DeltaDataSource(DataSource):
             return
         if "versionasof" in opts and "timestampasof" in opts:
             raise errors.invalid_argument("Cannot specify both versionAsOf and timestampAsOf")
-        log = DeltaLog.for_table(opts["path"])
+        log = DeltaLog.for_table(opts["path"], storage_options=self._storage.as_dict())
         if "versionasof" in opts:
             try:
                 version = int(opts["versionasof"])
@@ -186,7 +192,7 @@ class DeltaDataSource(DataSource):
                 "versionAsOf/timestampAsOf do not apply to a change data feed read: use "
                 "startingVersion/endingVersion or startingTimestamp/endingTimestamp"
             )
-        log = DeltaLog.for_table(opts["path"])
+        log = DeltaLog.for_table(opts["path"], storage_options=self._storage.as_dict())
         plan = plan_changes(
             log, resolve_range(log, CdfBounds.from_options(opts, table=log.table_root))
         )
@@ -214,7 +220,12 @@ class DeltaDataSource(DataSource):
 
     def reader(self, schema: Any) -> DataSourceReader:
         return DeltaReader(
-            self._table_root, self._schema_json, self._partition_columns, self._mode, self._tasks
+            self._table_root,
+            self._schema_json,
+            self._partition_columns,
+            self._mode,
+            self._tasks,
+            self._storage,
         )
 
 
@@ -236,8 +247,10 @@ class DeltaReader(DataSourceReader):
         partition_columns: list[str],
         mode: str,
         tasks: list[FileGroup],
+        storage: StorageOptions | None = None,
     ) -> None:
         self.table_root = table_root
+        self.storage = storage or StorageOptions()
         self.schema_json = schema_json
         self.partition_columns = partition_columns
         self.mode = mode
@@ -249,6 +262,8 @@ class DeltaReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, FileGroup):
             return  # a table without files: Spark still reads one (empty) partition
+        if self.storage.items and is_remote(self.table_root):
+            register_storage(self.table_root, self.storage)  # this worker's store_for finds them
         schema = parse_schema(self.schema_json)
         for task in partition.files:
             if isinstance(task, ChangeTask):

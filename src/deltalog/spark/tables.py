@@ -16,6 +16,8 @@ from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
 from deltalog.spark.scan import read_snapshot
 from deltalog.spark.session import checkpoint_options, session_time_zone
+from deltalog.spark.storage import register_session
+from deltalog.storage.options import from_spark_conf
 from deltalog.timestamps import parse_timestamp
 
 if TYPE_CHECKING:
@@ -91,6 +93,8 @@ class DeltaTable:
         Raises:
             TableNotFoundError: ``path`` is not a Delta table.
         """
+        # Object stores: the session's storage settings and ``hadoopConf``'s fs.s3a.* names.
+        register_session(sparkSession, path, from_spark_conf(hadoopConf or {}))
         log = DeltaLog.for_table(path)
         log.checkpoint_options = checkpoint_options(sparkSession)
         log.update()

@@ -41,6 +41,8 @@ from deltalog.delta_log import DeltaLog
 from deltalog.schema import StructType, parse_schema
 from deltalog.spark import parquet_write
 from deltalog.spark.session import checkpoint_options, conf_get, to_arrow
+from deltalog.spark.storage import note_path, register_session
+from deltalog.storage.options import STORAGE_PREFIXES, StorageOptions, registered
 from deltalog.write.file_writer import DataFileWriter, WriteLayout
 
 _ADD_COLUMN = "add"
@@ -111,6 +113,7 @@ def write_dataframe(
         DeltaConcurrentModificationException: a concurrent commit conflicts.
     """
     spark = df.sparkSession
+    register_session(spark, path, StorageOptions.of(_storage_options(options)))
     log = DeltaLog.for_table(path)
     log.checkpoint_options = checkpoint_options(spark)
     write_options = parse_writer_options(
@@ -168,7 +171,10 @@ def _write_in_python_tasks(
 ) -> tuple[list[AddFile], dict[str, tuple[int, int]]]:
     """Every task writes its batches with deltalog's Python file writer (column mapping:
     physical names and field ids at any depth) and returns its ``add`` lines."""
-    task = WriteTask(plan.layout, tuple(c.name for c in identity))
+    task = WriteTask(
+        plan.layout, tuple(c.name for c in identity), registered(plan.layout.table_root)
+    )
+    note_path(plan.layout.table_root, "write", jvm=False)
     out = to_arrow(df.mapInArrow(task, f"{_ADD_COLUMN} string, {_RANGE_COLUMN} string"))
     adds = [_add(line) for line in out.column(_ADD_COLUMN).to_pylist() if line is not None]
     return adds, _identity_ranges(out.column(_RANGE_COLUMN).to_pylist())
@@ -178,15 +184,23 @@ class WriteTask:
     """The function each Spark task runs: write its batches, yield one row per ``add`` (JSON)
     and one row with the range of identity values it generated (JSON), if any."""
 
-    def __init__(self, layout: WriteLayout, identity: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        layout: WriteLayout,
+        identity: tuple[str, ...] = (),
+        storage: StorageOptions | None = None,
+    ) -> None:
         self.layout = layout
         self.identity = identity
+        self.storage = storage or StorageOptions()  # an object store's options, for the workers
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.compute as pc
 
-        from deltalog.storage import store_for
+        from deltalog.storage import register, store_for
 
+        if self.storage.items:
+            register(self.layout.table_root, self.storage)
         store = store_for(self.layout.table_root)
         ranges: dict[str, list[int]] = {}
         # A failed task deletes the files it wrote (the commit never names them).
@@ -229,6 +243,11 @@ def _identity_ranges(texts: list[str | None]) -> dict[str, tuple[int, int]]:
             old = ranges.get(name, (lo, hi))
             ranges[name] = (min(old[0], lo), max(old[1], hi))
     return ranges
+
+
+def _storage_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The writer options that are object-store options (delta-rs's ``AWS_*`` names, ...)."""
+    return {k: v for k, v in (options or {}).items() if k.lower().startswith(STORAGE_PREFIXES)}
 
 
 def _task_id() -> int:

@@ -1,0 +1,229 @@
+"""Delta tables on a real S3 API (moto's server on loopback), through the pure core: reads of
+tables delta-rs wrote, writes delta-rs reads back, DML, checkpoint, vacuum, time travel, safe
+concurrent commits, refusal without conditional writes, retries of throttling."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from typing import Any
+
+import deltalake
+import pyarrow as pa
+import pytest
+
+from deltalog.commands.dml_arrow import delete, update
+from deltalog.commands.vacuum import vacuum
+from deltalog.commands.write_table import write_table
+from deltalog.data_files import read_parquet, to_logical
+from deltalog.delta_log import DeltaLog
+from deltalog.errors import DeltaWriteError, InvalidArgumentError
+from deltalog.paths import resolve
+from deltalog.storage import store_for
+from tests.objstore.conftest import options_for
+from tests.objstore.proxy import FaultProxy
+
+SECRET = "do-not-print-this-secret"
+
+
+def rows_via_deltalog(log: DeltaLog, version: int | None = None) -> list[dict[str, Any]]:
+    """Every row of the table, read through the storage seam (data files in the bucket)."""
+    snap = log.update() if version is None else log.get_snapshot_at(version)
+    out: list[dict[str, Any]] = []
+    for row in snap.all_files_arrow().select(["path", "partitionValues"]).to_pylist():
+        data = read_parquet(resolve(snap.table_root, row["path"]), snap.table_root)
+        logical = to_logical(
+            data,
+            snap.schema,
+            snap.partition_columns,
+            snap.column_mapping_mode,
+            dict(row["partitionValues"] or []),
+        )
+        out.extend(logical.to_pylist())
+    return sorted(out, key=lambda r: r["id"])
+
+
+def rows_via_deltalake(uri: str, options: dict[str, str], version: int | None = None) -> list[Any]:
+    dt = deltalake.DeltaTable(uri, storage_options=options, version=version)
+    return sorted(dt.to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
+
+
+def test_reads_a_table_delta_rs_wrote(s3: dict[str, Any]) -> None:
+    uri = f"{s3['root']}/from-rs"
+    first = pa.table({"id": [1, 2, 3], "p": ["a", "b", "a"]})
+    second = pa.table({"id": [4, 5], "p": ["c", "a"]})
+    deltalake.write_deltalake(uri, first, partition_by=["p"], storage_options=s3["rs_options"])
+    deltalake.write_deltalake(uri, second, mode="append", storage_options=s3["rs_options"])
+    deltalake.DeltaTable(uri, storage_options=s3["rs_options"]).delete("id = 2")
+
+    # s3a:// names the same objects (Hadoop's scheme for S3).
+    log = DeltaLog.for_table(uri.replace("s3://", "s3a://"), storage_options=s3["options"])
+    snap = log.update()
+    rs = deltalake.DeltaTable(uri, storage_options=s3["rs_options"])
+    assert snap.version == rs.version() == 2
+    assert sorted(snap.all_files_arrow()["path"].to_pylist()) == sorted(
+        a["path"] for a in pa.table(rs.get_add_actions(flatten=True)).to_pylist()
+    )
+    expected = sorted(first.to_pylist() + second.to_pylist(), key=lambda r: r["id"])
+    assert rows_via_deltalog(log) == [r for r in expected if r["id"] != 2]
+    assert rows_via_deltalog(log, version=0) == sorted(first.to_pylist(), key=lambda r: r["id"])
+
+
+def test_writes_dml_checkpoint_vacuum_that_delta_rs_reads(s3: dict[str, Any]) -> None:
+    uri = f"{s3['root']}/from-deltalog"
+    opts = s3["options"]
+    one = pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "v": ["a", "b", "c", "d"]})
+    two = pa.table({"id": pa.array([5, 6], pa.int64()), "v": ["e", "f"]})
+    assert write_table(uri, one, storage_options=opts) == 0
+    assert write_table(uri, two, mode="append", storage_options=opts) == 1
+    delete(uri, "id = 2")  # v2
+    update(uri, "id = 5", {"v": "E"})  # v3
+    log = DeltaLog.for_table(uri, storage_options=opts)
+    log.checkpoint()
+    expected = [{"id": i, "v": v} for i, v in zip(range(1, 7), "abcdef", strict=True)]
+    expected = [r if r["id"] != 5 else {"id": 5, "v": "E"} for r in expected if r["id"] != 2]
+
+    rs = deltalake.DeltaTable(uri, storage_options=s3["rs_options"])
+    assert rs.version() == 3
+    assert rows_via_deltalake(uri, s3["rs_options"]) == expected
+    assert rows_via_deltalake(uri, s3["rs_options"], version=1) == sorted(
+        one.to_pylist() + two.to_pylist(), key=lambda r: r["id"]
+    )
+    listed = {f.name for f in log.store.list_from(log.log_root, "0")}
+    assert "00000000000000000003.checkpoint.parquet" in listed
+    assert json.loads(log.store.read(f"{log.log_root}/_last_checkpoint"))["version"] == 3
+
+    # A fresh log loads from the checkpoint; time travel still reaches version 0.
+    DeltaLog.clear_cache()
+    fresh = DeltaLog.for_table(uri, storage_options=opts)
+    assert fresh.update().version == 3
+    assert rows_via_deltalog(fresh) == expected
+    assert rows_via_deltalog(fresh, version=0) == one.to_pylist()
+
+    live = set(fresh.update().all_files_arrow()["path"].to_pylist())
+    before = {f.path for f in fresh.store.list_recursive(uri) if "/_delta_log/" not in f.path}
+    result = vacuum(uri, 0, enforce_retention_duration=False)
+    after = {f.path for f in fresh.store.list_recursive(uri) if "/_delta_log/" not in f.path}
+    assert after == {f"{uri}/{p}" for p in live}
+    assert set(result.paths) == before - after and result.num_deleted > 0
+    assert rows_via_deltalake(uri, s3["rs_options"]) == expected
+
+
+def _append_worker(uri: str, options: dict[str, str], worker: int, commits: int) -> None:
+    for i in range(commits):
+        data = pa.table({"id": pa.array([worker * 1000 + i], pa.int64()), "w": [worker]})
+        write_table(uri, data, mode="append", storage_options=options)
+
+
+def test_four_processes_committing_concurrently_lose_nothing(s3: dict[str, Any]) -> None:
+    uri = f"{s3['root']}/concurrent"
+    seed = pa.table({"id": pa.array([-1], pa.int64()), "w": [-1]})
+    write_table(uri, seed, storage_options=s3["options"])
+    workers, commits = 4, 2
+    ctx = multiprocessing.get_context("spawn")
+    procs = [
+        ctx.Process(target=_append_worker, args=(uri, s3["options"], w, commits))
+        for w in range(workers)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    rs = deltalake.DeltaTable(uri, storage_options=s3["rs_options"])
+    assert rs.version() == workers * commits
+    ids = sorted(r["id"] for r in rs.to_pyarrow_table().to_pylist())
+    assert ids == sorted([-1] + [w * 1000 + i for w in range(workers) for i in range(commits)])
+    listed = store_for(uri, s3["options"]).list_from(f"{uri}/_delta_log", "0")
+    names = [f.name for f in listed if f.name.endswith(".json")]
+    assert names == [f"{v:020d}.json" for v in range(workers * commits + 1)]
+
+
+def test_store_without_conditional_writes_refuses_to_commit(
+    s3: dict[str, Any], proxy: FaultProxy
+) -> None:
+    proxy.strip_conditional = True  # the endpoint ignores If-None-Match and overwrites
+    opts = options_for(proxy.endpoint)
+    uri = f"{s3['root']}/unsafe"
+    data = pa.table({"id": pa.array([1, 2], pa.int64())})
+    with pytest.raises(DeltaWriteError) as info:
+        write_table(uri, data, storage_options=opts)
+    assert info.value.error_class == "DELTA_STORE_NO_CONDITIONAL_WRITES"
+    assert "DELTALOG_SINGLE_WRITER=true" in str(info.value)
+    assert SECRET not in str(info.value)
+    store = store_for(uri, opts)
+    with pytest.raises(FileNotFoundError):
+        store.list_from(f"{uri}/_delta_log", "0")  # nothing was committed
+    # The user's opt-in: one writer at a time, commits go through.
+    single = {**opts, "DELTALOG_SINGLE_WRITER": "true"}
+    assert write_table(uri, data, storage_options=single) == 0
+    assert rows_via_deltalake(uri, s3["rs_options"]) == data.to_pylist()
+
+
+def test_throttling_and_lost_responses_are_retried_without_duplicate_commits(
+    s3: dict[str, Any], proxy: FaultProxy
+) -> None:
+    opts = options_for(proxy.endpoint)
+    uri = f"{s3['root']}/throttled"
+    proxy.slow_down_every = 4
+    proxy.lose_put_responses = 2  # two commits land but their answers are lost (503)
+    batches = [pa.table({"id": pa.array([i * 10, i * 10 + 1], pa.int64())}) for i in range(4)]
+    versions = [
+        write_table(uri, b, mode="append" if i else "error", storage_options=opts)
+        for i, b in enumerate(batches)
+    ]
+    assert proxy.injected >= 3
+    assert versions == [0, 1, 2, 3]
+    rs = deltalake.DeltaTable(uri, storage_options=s3["rs_options"])
+    assert rs.version() == 3
+    expected = sorted((r for b in batches for r in b.to_pylist()), key=lambda r: r["id"])
+    assert rows_via_deltalake(uri, s3["rs_options"]) == expected
+    log_files = [f.name for f in store_for(uri, opts).list_from(f"{uri}/_delta_log", "0")]
+    assert log_files == [f"{v:020d}.json" for v in range(4)]
+
+
+def test_listing_starts_after_a_version_and_skips_side_files(s3: dict[str, Any]) -> None:
+    store = store_for(s3["root"], s3["options"])
+    log = f"{s3['root']}/t/_delta_log"
+    for v in range(12):
+        store.write_if_absent(f"{log}/{v:020d}.json", b"{}")
+    store.overwrite(f"{log}/00000000000000000010.checkpoint.parquet", b"x")
+    store.overwrite(f"{log}/_sidecars/a.parquet", b"x")
+    store.overwrite(f"{log}/.00000000000000000011.json.crc", b"x")
+    names = [f.name for f in store.list_from(log, "00000000000000000010")]
+    assert names == [
+        "00000000000000000010.checkpoint.parquet",
+        "00000000000000000010.json",
+        "00000000000000000011.json",
+    ]
+    with pytest.raises(FileExistsError):
+        store.write_if_absent(f"{log}/00000000000000000003.json", b"{} ")
+    with pytest.raises(FileNotFoundError):
+        store.list_from(f"{s3['root']}/absent/_delta_log", "0")
+    assert store.read_range(f"{log}/00000000000000000010.checkpoint.parquet", 0, 1) == b"x"  # type: ignore[attr-defined]
+
+
+def test_parquet_footer_read_by_range(s3: dict[str, Any]) -> None:
+    import io
+
+    import pyarrow.parquet as pq
+
+    store = store_for(s3["root"], s3["options"])
+    path = f"{s3['root']}/t/part-0.parquet"
+    table = pa.table({"id": pa.array(range(50_000), pa.int64())})
+    with store.open_output(path) as out:
+        pq.write_table(table, out)
+    local = io.BytesIO()
+    pq.write_table(table, local)
+    footer = pq.read_metadata(store.open_input(path))  # type: ignore[attr-defined]
+    assert footer.num_rows == 50_000
+    assert footer.serialized_size < store.stat(path).size == len(local.getvalue())
+
+
+def test_secrets_never_shown(s3: dict[str, Any]) -> None:
+    store = store_for(s3["root"], {**s3["options"], "AWS_SESSION_TOKEN": "tok-secret"})
+    assert SECRET not in repr(store) and "tok-secret" not in repr(store)
+    with pytest.raises(InvalidArgumentError) as info:
+        store_for(f"{s3['root']}-other", {**s3["options"], "AWS_BOGUS_KEY": "bogus-secret"})
+    assert "AWS_BOGUS_KEY".lower() in str(info.value).lower()
+    assert "bogus-secret" not in str(info.value) and SECRET not in str(info.value)
