@@ -10,10 +10,9 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import moto.server  # noqa: F401  (imported hard: a missing S3 server fails the suite)
+import obstore  # noqa: F401
 import pytest
-
-pytest.importorskip("obstore")
-pytest.importorskip("moto.server")
 
 from tests.objstore.proxy import FaultProxy
 
