@@ -45,8 +45,12 @@ from deltalog.schema import (
 )
 from deltalog.spark.schema import to_spark_schema
 from deltalog.storage import store_for
+from deltalog.streaming.options import STREAM_OPTIONS, SourceOptions
 from deltalog.timestamps import parse_timestamp
 
+# Set by the bridge on ``spark.readStream...load()``: the source is read as a stream, so the
+# batch plan (every file of the snapshot) is not made.
+STREAMING_MARKER = "__deltalog_stream"
 READ_OPTIONS = {
     "path",
     "versionasof",
@@ -57,6 +61,8 @@ READ_OPTIONS = {
     "startingtimestamp",
     "endingversion",
     "endingtimestamp",
+    *STREAM_OPTIONS,
+    STREAMING_MARKER,
 }
 _FIELD_ID = b"PARQUET:field_id"
 
@@ -143,6 +149,10 @@ class DeltaDataSource(DataSource):
         if "path" not in opts:
             raise errors.invalid_argument("'path' is not specified: use .load(path)")
         self._cdf: ChangePlan | None = None
+        self._stream: Any = None
+        if opts.get(STREAMING_MARKER) == "true":
+            self._plan_stream(opts)
+            return
         if is_cdc_read(opts):
             self._plan_changes(opts)
             return
@@ -206,8 +216,45 @@ class DeltaDataSource(DataSource):
             )
         self._tasks = group_files(tasks, [1] * len(tasks))
 
+    def _plan_stream(self, opts: dict[str, str]) -> None:
+        """A streaming read: the table as it is now gives the schema and the table id; the
+        batches are planned by the stream reader."""
+        from deltalog.spark.stream_source import StreamConfig
+
+        log = DeltaLog.for_table(opts["path"])
+        snapshot = log.update()
+        options = {k: v for k, v in opts.items() if k not in ("path", STREAMING_MARKER)}
+        parsed = SourceOptions.from_options(options, table=log.table_root)
+        self._stream_cdf = parsed.read_change_feed
+        self._table_root = snapshot.table_root
+        self._schema_json = snapshot.schema.to_json()
+        self._partition_columns = list(snapshot.partition_columns)
+        self._mode = snapshot.column_mapping_mode
+        self._tasks = []
+        self._stream = StreamConfig(
+            opts["path"],
+            snapshot.table_root,
+            snapshot.metadata.id,
+            self._schema_json,
+            tuple(snapshot.partition_columns),
+            self._mode,
+            tuple(sorted(options.items())),
+        )
+
+    def streamReader(self, schema: Any) -> Any:
+        from deltalog.spark.stream_source import DeltaStreamReader
+
+        if self._stream is None:
+            raise errors.invalid_argument(
+                "a streaming read of the delta format needs deltalog's bridge: call "
+                "deltalog.spark.register(spark) before spark.readStream"
+            )
+        return DeltaStreamReader(self._stream)
+
     def schema(self) -> Any:
         table_schema = parse_schema(self._schema_json)
+        if self._stream is not None and self._stream_cdf:
+            return to_spark_schema(cdc_read_schema(table_schema))
         if self._cdf is not None:
             return to_spark_schema(cdc_read_schema(table_schema))
         return to_spark_schema(table_schema)
