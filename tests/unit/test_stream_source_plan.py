@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import deltalake
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -23,8 +22,8 @@ from deltalog.change_data_feed import (
     read_plan,
 )
 from deltalog.data_files import read_parquet, select_rows, to_logical
-from deltalog.delta_log import DeltaLog
 from deltalog.deletion_vectors import read_deletion_vector
+from deltalog.delta_log import DeltaLog
 from deltalog.paths import resolve
 from deltalog.streaming.offsets import DeltaSourceOffset
 from deltalog.streaming.options import AdmissionLimits, SourceOptions
@@ -34,7 +33,9 @@ from tests.conformance.rows import canonical, oracle_rows
 
 
 def _append(path: Path, values: list[int], **kw: Any) -> None:
-    deltalog.write_table(str(path), pa.table({"x": pa.array(values, pa.int64())}), mode="append", **kw)
+    deltalog.write_table(
+        str(path), pa.table({"x": pa.array(values, pa.int64())}), mode="append", **kw
+    )
 
 
 def _planner(path: Path, **options: str) -> SourcePlanner:
@@ -88,7 +89,11 @@ def _rows(planner: SourcePlanner, batches: list[StreamBatch]) -> pa.Table:
             values = dict(f["partitionValues"] or [])
             parts.append(
                 to_logical(
-                    data, layout.schema, layout.partition_columns, layout.column_mapping_mode, values
+                    data,
+                    layout.schema,
+                    layout.partition_columns,
+                    layout.column_mapping_mode,
+                    values,
                 )
             )
     return pa.concat_tables(parts) if parts else layout.schema.to_arrow().empty_table()
@@ -265,6 +270,4 @@ def test_change_feed_stream_equals_the_batch_change_feed(tmp_path: Path) -> None
     assert canonical(got) == canonical(expected)
     kinds = sorted(got["_change_type"].to_pylist())
     assert kinds.count("update_preimage") == 1 and kinds.count("delete") == 2
-    np.testing.assert_array_equal(
-        np.unique(got["_commit_version"].to_numpy()), np.arange(4)
-    )
+    np.testing.assert_array_equal(np.unique(got["_commit_version"].to_numpy()), np.arange(4))

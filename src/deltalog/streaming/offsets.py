@@ -48,9 +48,7 @@ class DeltaSourceOffset:
         }
 
     @classmethod
-    def from_json(
-        cls, value: Mapping[str, Any], *, table_id: str, table: str
-    ) -> DeltaSourceOffset:
+    def from_json(cls, value: Mapping[str, Any], *, table_id: str, table: str) -> DeltaSourceOffset:
         """Parse a checkpointed offset of the table with id ``table_id``.
 
         Raises:

@@ -195,9 +195,7 @@ class SourcePlanner:
                 if take < len(indexes):
                     if take == 0:
                         return position
-                    return DeltaSourceOffset(
-                        version, int(indexes[take - 1]), False, self.table_id
-                    )
+                    return DeltaSourceOffset(version, int(indexes[take - 1]), False, self.table_id)
             position = DeltaSourceOffset(version + 1, BASE_INDEX, False, self.table_id)
             version += 1
         return position
@@ -211,9 +209,7 @@ class SourcePlanner:
         take = len(rest) if limits is None else limits.take(rest)
         if take >= len(rest):
             return start.next_version()
-        return DeltaSourceOffset(
-            start.reservoir_version, start.index + take, True, self.table_id
-        )
+        return DeltaSourceOffset(start.reservoir_version, start.index + take, True, self.table_id)
 
     # -- batches ------------------------------------------------------------------------------
 
