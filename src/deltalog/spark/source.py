@@ -112,16 +112,18 @@ TASK_BYTES = 128 * 1024 * 1024
 MIN_TASKS = 8
 
 
-def group_files(tasks: Sequence[FileTask | ChangeTask], sizes: list[int]) -> list[FileGroup]:
+def group_files(
+    tasks: Sequence[Any], sizes: list[int], min_tasks: int = MIN_TASKS
+) -> list[FileGroup]:
     """Consecutive files packed into groups of about equal bytes (at most ``TASK_BYTES``
-    unless one file is larger), at least ``MIN_TASKS`` groups when there are that many files."""
+    unless one file is larger), at least ``min_tasks`` groups when there are that many files."""
     if not tasks:
         return []
     total = sum(sizes)
-    count = min(len(tasks), max(MIN_TASKS, -(-total // TASK_BYTES)))
+    count = min(len(tasks), max(min_tasks, -(-total // TASK_BYTES)))
     target = total / count
     groups: list[FileGroup] = []
-    current: list[FileTask | ChangeTask] = []
+    current: list[Any] = []
     filled = 0
     for task, size in zip(tasks, sizes, strict=True):
         if current and filled + size / 2 > target and len(groups) < count - 1:

@@ -39,6 +39,10 @@ from deltalog.spark.source import ChangeTask, DeltaReader, FileGroup, FileTask, 
 from deltalog.streaming.options import AdmissionLimits, SourceOptions
 from deltalog.streaming.source_plan import SourcePlanner, StreamBatch
 
+# A micro-batch of small files is read by few tasks (each task start is the fixed cost); large
+# batches still get one task per ``TASK_BYTES``.
+STREAM_MIN_TASKS = 2
+
 
 @dataclasses.dataclass(frozen=True)
 class SnapshotChangeTask(InputPartition):
@@ -104,7 +108,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         planner = self.planner
         batch = planner.batch(planner.parse(start), planner.parse(end))
         tasks, sizes = self._tasks(batch)
-        return group_files(tasks, sizes)
+        return group_files(tasks, sizes, min_tasks=STREAM_MIN_TASKS)
 
     def commit(self, end: dict) -> None:
         self.planner.forget_before(self.planner.parse(end))
