@@ -244,8 +244,16 @@ class DeltaDataSource(DataSource):
         )
 
     def streamReader(self, schema: Any) -> Any:
-        from deltalog.spark.stream_source import DeltaStreamReader
-
+        try:
+            from deltalog.spark.stream_source import DeltaStreamReader
+        except ImportError:  # pyspark.sql.streaming.datasource (read limits) arrived in 4.2
+            raise errors.UnsupportedFeatureError(
+                "DELTA_STREAMING_SOURCE_UNSUPPORTED",
+                "streaming reads of the delta format need PySpark 4.2 or later (admission "
+                "control for Python streaming sources).",
+                table=self._table_root,
+                help="upgrade PySpark, or read in batches with startingVersion on the change feed.",
+            ) from None
         if self._stream is None:
             raise errors.invalid_argument(
                 "a streaming read of the delta format needs deltalog's bridge: call "
