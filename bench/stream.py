@@ -7,9 +7,9 @@ deltalake. Each run writes a fresh sink:
 
 * batch: ``spark.read.format("delta").load(src)`` written with ``df.write.format("delta")``
   (one job, one commit): the floor;
-* stream, one batch: ``readStream`` with ``Trigger.AvailableNow`` and the default
-  ``maxFilesPerTrigger`` (1000), so every commit's file is read in ``ceil(commits / 1000)``
-  micro-batches;
+* stream, one batch: ``readStream`` from ``startingVersion=0`` (every commit read from the log)
+  with ``Trigger.AvailableNow`` and the default ``maxFilesPerTrigger`` (1000), so the commits'
+  files are read in ``ceil(commits / 1000)`` micro-batches;
 * stream, many batches: the same with ``maxFilesPerTrigger=--files-per-batch``: the
   difference to the one-batch run over the extra batches is the per-batch overhead (planning,
   a Spark job, a sink commit).
@@ -54,9 +54,12 @@ def make_table(root: Path, commits: int, rows: int) -> None:
         deltalake.write_deltalake(str(root), batch, mode="append")
 
 
-def run_stream(spark: Any, src: Path, sink: Path, files_per_batch: int | None) -> tuple[float, int]:
-    """Seconds to stream ``src`` into a new ``sink`` (availableNow) and the batches it took."""
-    reader = spark.readStream.format("delta")
+def run_stream(
+    spark: Any, src: Path, sink: Path, files_per_batch: int | None
+) -> tuple[float, list[dict[str, Any]]]:
+    """Seconds to stream every commit of ``src`` (``startingVersion=0``) into a new ``sink``
+    (availableNow), and the query's progress reports (one per batch)."""
+    reader = spark.readStream.format("delta").option("startingVersion", 0)
     if files_per_batch is not None:
         reader = reader.option("maxFilesPerTrigger", files_per_batch)
     started = time.perf_counter()
@@ -68,7 +71,17 @@ def run_stream(spark: Any, src: Path, sink: Path, files_per_batch: int | None) -
         .start(str(sink))
     )
     query.awaitTermination()
-    return time.perf_counter() - started, len(query.recentProgress)
+    return time.perf_counter() - started, list(query.recentProgress)
+
+
+def phases(progress: list[dict[str, Any]]) -> str:
+    """Milliseconds per phase over all batches (Spark's ``durationMs``)."""
+    totals: dict[str, int] = {}
+    for p in progress:
+        for key, ms in p["durationMs"].items():
+            totals[key] = totals.get(key, 0) + int(ms)
+    keys = ("latestOffset", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
+    return ", ".join(f"{k} {totals.get(k, 0)}" for k in keys)
 
 
 def run_batch(spark: Any, src: Path, sink: Path) -> float:
@@ -105,14 +118,15 @@ def main() -> None:
     try:
         run_batch(spark, src, work / "warmup")  # JVM and Python workers warm
         batch = run_batch(spark, src, work / "batch")
-        one, one_batches = run_stream(spark, src, work / "stream-one", None)
-        many, many_batches = run_stream(spark, src, work / "stream-many", args.files_per_batch)
+        one, one_progress = run_stream(spark, src, work / "stream-one", None)
+        many, many_progress = run_stream(spark, src, work / "stream-many", args.files_per_batch)
         for name in ("batch", "stream-one", "stream-many"):
             got = deltalake.DeltaTable(str(work / name)).to_pyarrow_table().num_rows
             assert got == total, f"{name}: {got} rows, expected {total}"
     finally:
         shutil.rmtree(work, ignore_errors=True)
         spark.stop()
+    one_batches, many_batches = len(one_progress), len(many_progress)
     print(f"source: {args.commits} commits x {args.rows} rows = {total} rows")
     print(f"batch read + write      {batch:8.2f} s  {total / batch:10.0f} rows/s")
     print(
@@ -123,6 +137,8 @@ def main() -> None:
         f"stream, {many_batches:4d} batches   {many:8.2f} s  {total / many:10.0f} rows/s  "
         f"x{many / batch:.2f} of batch"
     )
+    print(f"  phases (ms), {one_batches} batch(es): {phases(one_progress)}")
+    print(f"  phases (ms), {many_batches} batches: {phases(many_progress)}")
     extra = many_batches - one_batches
     if extra > 0:
         print(f"per-batch overhead: {(many - one) / extra:.2f} s ({extra} extra batches)")

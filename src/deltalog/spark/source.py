@@ -45,7 +45,7 @@ from deltalog.schema import (
 )
 from deltalog.spark.schema import to_spark_schema
 from deltalog.storage import store_for
-from deltalog.streaming.options import STREAM_OPTIONS, SourceOptions
+from deltalog.streaming.options import STREAM_OPTIONS, SourceOptions, StreamConfig
 from deltalog.timestamps import parse_timestamp
 
 # Set by the bridge on ``spark.readStream...load()``: the source is read as a stream, so the
@@ -221,8 +221,6 @@ class DeltaDataSource(DataSource):
     def _plan_stream(self, opts: dict[str, str]) -> None:
         """A streaming read: the table as it is now gives the schema and the table id; the
         batches are planned by the stream reader."""
-        from deltalog.spark.stream_source import StreamConfig
-
         log = DeltaLog.for_table(opts["path"])
         snapshot = log.update()
         options = {k: v for k, v in opts.items() if k not in ("path", STREAMING_MARKER)}
@@ -257,7 +255,7 @@ class DeltaDataSource(DataSource):
         if self._stream is None:
             raise errors.invalid_argument(
                 "a streaming read of the delta format needs deltalog's bridge: call "
-                "deltalog.spark.register(spark) before spark.readStream"
+                "deltalog.register(spark) before spark.readStream"
             )
         return DeltaStreamReader(self._stream)
 

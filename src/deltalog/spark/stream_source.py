@@ -36,7 +36,7 @@ from deltalog.delta_log import DeltaLog
 from deltalog.paths import resolve
 from deltalog.schema import parse_schema
 from deltalog.spark.source import ChangeTask, DeltaReader, FileGroup, FileTask, group_files
-from deltalog.streaming.options import AdmissionLimits, SourceOptions
+from deltalog.streaming.options import AdmissionLimits, SourceOptions, StreamConfig
 from deltalog.streaming.source_plan import SourcePlanner, StreamBatch
 
 # A micro-batch of small files is read by few tasks (each task start is the fixed cost); large
@@ -51,19 +51,6 @@ class SnapshotChangeTask(InputPartition):
     file: FileTask
     version: int
     timestamp: int
-
-
-@dataclasses.dataclass(frozen=True)
-class StreamConfig:
-    """What the driver resolved when the query's source was created (picklable)."""
-
-    path: str
-    table_root: str
-    table_id: str
-    schema_json: str  # the table's schema: rows are read with it
-    partition_columns: tuple[str, ...]
-    mode: str
-    options: tuple[tuple[str, str], ...]
 
 
 class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

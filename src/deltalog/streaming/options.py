@@ -114,6 +114,20 @@ class SourceOptions:
         return self.allows_changes or self.ignore_deletes
 
 
+@dataclass(frozen=True, slots=True)
+class StreamConfig:
+    """What the driver resolved when a streaming query's source was created (picklable; the
+    engine's reader plans from it)."""
+
+    path: str
+    table_root: str
+    table_id: str
+    schema_json: str  # the table's schema: rows are read with it
+    partition_columns: tuple[str, ...]
+    mode: str
+    options: tuple[tuple[str, str], ...]
+
+
 class AdmissionLimits:
     """What one micro-batch may still take (``AdmissionLimits``): a file is admitted while
     both budgets are positive, so a batch always takes at least one file and ``max_bytes``
