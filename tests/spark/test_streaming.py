@@ -102,6 +102,17 @@ def test_source_to_sink_exactly_once_and_a_replayed_batch_is_skipped(
     assert deltalake.DeltaTable(str(sink)).version() == version
     assert write_batch(sink_fn, rows, 2) == version + 1
     assert _xs(sink) == [0, 0, 1, 10, 11, 20, 21, 1000, 2000]
+    # A new column needs mergeSchema, as in delta-spark's sink.
+    wider = spark.range(1).selectExpr("5 AS x", "'new' AS y")
+    with pytest.raises(deltalog.DeltaError, match="DELTA_METADATA_MISMATCH"):
+        write_batch(sink_fn, wider, 3)
+    merging = DeltaStreamSink.create(
+        str(sink), "append", None, {"checkpointLocation": ckpt, "mergeSchema": "true"}
+    )
+    write_batch(merging, wider, 3)
+    merged = deltalake.DeltaTable(str(sink))
+    assert merged.schema().to_arrow().names == ["x", "y"]
+    assert merged.transaction_version(query.id) == 3
 
 
 def test_change_feed_stream_and_deletes_per_option(spark: Any, tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 from deltalog import errors
 from deltalog.change_data_feed import CdfBounds, CdfRange, plan_commit_changes, resolve_range
 from deltalog.log.filenames import commit_name
-from deltalog.log.reader import parse_commit
+from deltalog.log.reader import ParsedCommit, parse_commits
 from deltalog.schema import ArrayType, DataType, MapType, StructType, parse_schema
 from deltalog.streaming.offsets import BASE_INDEX, DeltaSourceOffset
 from deltalog.streaming.options import AdmissionLimits, SourceOptions
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
 
 FILE_COLUMNS = ("path", "partitionValues", "deletionVector", "size")
+# Commits read and parsed together (one pass of Arrow's JSON reader) when a stream catches up.
+PREFETCH_COMMITS = 128
 
 # Type changes a reader of the wider type still reads (type widening).
 _WIDENINGS = {
@@ -123,6 +125,7 @@ class SourcePlanner:
         self._versions: dict[int, VersionFiles] = {}
         self._snapshots: dict[int, tuple[pa.Table, int]] = {}
         self._timestamps: dict[int, int] = {}
+        self._parsed: dict[int, ParsedCommit] = {}
 
     @property
     def table(self) -> str:
@@ -184,6 +187,7 @@ class SourcePlanner:
         position = start
         version = start.reservoir_version
         while version <= latest:
+            self._prefetch(version, latest)
             files = self._version_files(version)
             after = start.index if version == start.reservoir_version else BASE_INDEX
             indexes, sizes = _after(files, after)
@@ -250,6 +254,8 @@ class SourcePlanner:
         """Drop cached versions a batch ending at ``offset`` has read in full."""
         for version in [v for v in self._versions if v < offset.reservoir_version]:
             del self._versions[version]
+        for version in [v for v in self._parsed if v < offset.reservoir_version]:
+            del self._parsed[version]
         if not offset.is_starting_version:
             self._snapshots.clear()
 
@@ -275,8 +281,8 @@ class SourcePlanner:
         cached = self._versions.get(version)
         if cached is not None:
             return cached
-        data = self._read_commit(version)
-        commit = parse_commit(data, version, table=self.table, file=commit_name(version))
+        self._prefetch(version, version)
+        commit = self._parsed.pop(version)
         self._check_schema(commit.rows, version)
         if self.options.read_change_feed:
             timestamp = self._timestamp(version)
@@ -289,6 +295,17 @@ class SourcePlanner:
             result = VersionFiles(version, self._data_changes(commit, version))
         self._versions[version] = result
         return result
+
+    def _prefetch(self, first: int, last: int) -> None:
+        """Parse the commits from ``first`` (up to ``PREFETCH_COMMITS`` of them, at most to
+        ``last``) that are neither planned nor parsed yet, in one go."""
+        if first in self._versions or first in self._parsed:
+            return
+        versions = range(first, min(last, first + PREFETCH_COMMITS - 1) + 1)
+        wanted = [v for v in versions if v not in self._versions and v not in self._parsed]
+        commits = [(self._read_commit(v), v, commit_name(v)) for v in wanted]
+        for parsed in parse_commits(commits, table=self.table):
+            self._parsed[parsed.version] = parsed
 
     def _read_commit(self, version: int) -> bytes:
         path = f"{self.log.log_root}/{commit_name(version)}"
@@ -309,10 +326,8 @@ class SourcePlanner:
         commits that remove data (``validateCommitAndDecideSkipping``)."""
         rows = commit.rows
         add, remove = rows.column("add"), rows.column("remove")
-        adds = pc.and_(pc.is_valid(add), pc.fill_null(pc.struct_field(add, "dataChange"), False))
-        removes = pc.and_(
-            pc.is_valid(remove), pc.fill_null(pc.struct_field(remove, "dataChange"), False)
-        )
+        adds = _data_change(add)
+        removes = _data_change(remove)
         positions = np.flatnonzero(adds.to_numpy(zero_copy_only=False))
         removed = np.flatnonzero(removes.to_numpy(zero_copy_only=False))
         if len(removed):
@@ -383,6 +398,12 @@ class SourcePlanner:
         if version not in self._timestamps:
             self._timestamps = {r.version: r.timestamp for r in self.log.commit_records()}
         return self._timestamps.get(version, 0)
+
+
+def _data_change(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Rows holding this kind of action with ``dataChange=true``."""
+    flag = pc.coalesce(pc.struct_field(column, "dataChange"), pa.scalar(False))
+    return pc.and_(pc.is_valid(column), flag)
 
 
 def is_read_compatible(existing: StructType, read: StructType) -> bool:
