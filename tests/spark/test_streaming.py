@@ -103,7 +103,7 @@ def test_source_to_sink_exactly_once_and_a_replayed_batch_is_skipped(
     assert write_batch(sink_fn, rows, 2) == version + 1
     assert _xs(sink) == [0, 0, 1, 10, 11, 20, 21, 1000, 2000]
     # A new column needs mergeSchema, as in delta-spark's sink.
-    wider = spark.range(1).selectExpr("5 AS x", "'new' AS y")
+    wider = spark.range(1).selectExpr("id + 5 AS x", "'new' AS y")
     with pytest.raises(deltalog.DeltaError, match="DELTA_METADATA_MISMATCH"):
         write_batch(sink_fn, wider, 3)
     merging = DeltaStreamSink.create(
