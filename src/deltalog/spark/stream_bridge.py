@@ -118,7 +118,9 @@ def _no_table(original: Callable[..., Any], what: str) -> Callable[..., Any]:
     @functools.wraps(original)
     def table(self: Any, name: str, format: str | None = None, *args: Any, **kw: Any) -> Any:
         if not _is_delta(_state(self), format):
-            return original(self, name, *((format,) if format is not None else ()), *args, **kw)
+            if format is None and not args:  # readStream.table takes the name only
+                return original(self, name, **kw)
+            return original(self, name, format, *args, **kw)
         raise errors.UnsupportedFeatureError(
             "DELTA_SAVE_AS_TABLE_UNSUPPORTED",
             f"{what}({name!r}) with the Delta format needs catalog support, which deltalog "
