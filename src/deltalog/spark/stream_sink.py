@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,6 +35,7 @@ from deltalog.delta_log import DeltaLog
 from deltalog.schema import parse_schema
 from deltalog.txn import operations
 
+_log = logging.getLogger(__name__)
 OUTPUT_MODES = {"append": "Append", "complete": "Complete"}
 # Options of the query, not of each batch's write.
 _QUERY_OPTIONS = {"checkpointlocation", "path", "queryname", "txnappid", "txnversion"}
@@ -139,10 +141,20 @@ def write_batch(sink: DeltaStreamSink, df: Any, batch_id: int) -> int | None:
     options = dataclasses.replace(options, txn_app_id=query_id, txn_version=int(batch_id))
     plan = prepare_write(log, parse_schema(df.schema.json()), options)
     if plan.skip:
+        _log.info(
+            "%s: batch %s of query %s is already in the table; skipped",
+            sink.path,
+            batch_id,
+            query_id,
+        )
         return None
     plan.operation = operations.streaming_update(sink.output_mode, query_id, int(batch_id))
     adds, marks = write_rows(df, plan)
-    return commit_write(plan, adds, identity_marks=marks)
+    version = commit_write(plan, adds, identity_marks=marks)
+    _log.info(
+        "%s: batch %s of query %s committed as version %s", sink.path, batch_id, query_id, version
+    )
+    return version
 
 
 def _id_from_checkpoint(checkpoint: str) -> str | None:
