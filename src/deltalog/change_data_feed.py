@@ -315,6 +315,20 @@ def plan_changes(log: DeltaLog, cdf_range: CdfRange) -> ChangePlan:
     return ChangePlan(cdf_range, schema_snapshot, builder.files(), builder.rows())
 
 
+def plan_commit_changes(
+    log: DeltaLog, cdf_range: CdfRange, commit: Any, timestamp: int
+) -> ChangePlan:
+    """The change-feed plan of one parsed commit (a streaming change-feed read plans commit by
+    commit); ``cdf_range`` names the read in errors. The plan's snapshot is the table's latest.
+
+    Raises:
+        InvalidTableError: as :func:`plan_changes`.
+    """
+    builder = _PlanBuilder(log)
+    builder.add_commit(cdf_range, commit, timestamp)
+    return ChangePlan(cdf_range, log.snapshot, builder.files(), builder.rows())
+
+
 def _missing_change_data(table: str, r: CdfRange, version: int) -> errors.DeltaError:
     return errors.InvalidTableError(
         "DELTA_MISSING_CHANGE_DATA",

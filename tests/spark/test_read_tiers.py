@@ -105,6 +105,16 @@ from pathlib import Path
 from tests.spark.test_dml_oracle import run_history
 run_history(spark, Path(OUT + "-dml"), seed=21, steps=3, partitioned=True, cdf=True, dv=True)
 out["dml"] = "agrees with deltalake"
+if mode == "connect":  # streaming: the Python source and the foreachBatch sink over Connect
+    import pyarrow as pa
+    src, sink = OUT + "-stream-src", OUT + "-stream-sink"
+    for i in range(2):
+        deltalog.write_table(src, pa.table({"x": pa.array([i, i + 10], pa.int64())}), mode="append")
+    q = (spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(src)
+         .writeStream.format("delta").option("checkpointLocation", OUT + "-stream-ckpt")
+         .trigger(availableNow=True).start(sink))
+    q.awaitTermination()
+    out["stream"] = {"sink": sink, "query": q.id}
 print("RESULT" + json.dumps(out, default=str))
 spark.stop()
 """
@@ -145,6 +155,12 @@ def test_reads_and_writes_match_the_oracles(mode: str, tmp_path: Path) -> None:
     )
     assert result["exists_error"] == "DELTA_PATH_EXISTS"
     assert result["dml"] == "agrees with deltalake"
+    if mode == "connect":
+        import deltalake
+
+        sink = result["stream"]["sink"]
+        assert sorted(oracle_rows(sink)["x"].to_pylist()) == [0, 1, 10, 11]
+        assert deltalake.DeltaTable(sink).transaction_version(result["stream"]["query"]) == 1
     assert sorted(oracle_rows(written).to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "p": "x"},
         {"id": 3, "p": "x"},

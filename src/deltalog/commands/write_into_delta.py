@@ -543,6 +543,13 @@ def _num_records(add: AddFile) -> int | None:
 def _metrics(
     adds: Sequence[AddFile], removes: Sequence[RemoveFile], operation: operations.Operation
 ) -> dict[str, int]:
+    if operation.name == "STREAMING UPDATE":
+        return {
+            "numAddedFiles": len(adds),
+            "numRemovedFiles": len(removes),
+            "numOutputRows": sum(_num_records(a) or 0 for a in adds),
+            "numOutputBytes": sum(a.size for a in adds),
+        }
     metrics = {
         "numFiles": len(adds),
         "numOutputRows": sum(_num_records(a) or 0 for a in adds),

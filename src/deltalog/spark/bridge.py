@@ -12,6 +12,9 @@ implements every mode and option itself. With ``reads=True`` (PySpark 3.5) the
 :func:`deltalog.spark.tables.read_table` (or ``read_changes`` for ``readChangeFeed``). Every other
 format goes to PySpark's own methods unchanged.
 
+``readStream``/``writeStream`` with the Delta format are bridged too
+(:mod:`deltalog.spark.stream_bridge`).
+
 ``saveAsTable`` with the Delta format is not bridged yet (table names come with the catalog
 work); it raises a typed error saying to use ``save(path)``.
 """
@@ -41,6 +44,9 @@ def install(format_name: str, *, reads: bool = False) -> None:
         setattr(cls, "save", _bridged_save(getattr(cls, "save")))  # noqa: B009, B010
         setattr(cls, "saveAsTable", _bridged_save_as_table(getattr(cls, "saveAsTable")))  # noqa: B009, B010
         setattr(cls, "_deltalog_bridged", True)  # noqa: B010
+    from deltalog.spark.stream_bridge import install_streaming
+
+    install_streaming()
 
 
 def _writer_classes() -> list[type]:

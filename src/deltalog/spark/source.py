@@ -47,8 +47,12 @@ from deltalog.spark.schema import to_spark_schema
 from deltalog.storage import StorageOptions, is_remote, store_for
 from deltalog.storage import register as register_storage
 from deltalog.storage.options import STORAGE_PREFIXES
+from deltalog.streaming.options import STREAM_OPTIONS, SourceOptions, StreamConfig
 from deltalog.timestamps import parse_timestamp
 
+# Set by the bridge on ``spark.readStream...load()``: the source is read as a stream, so the
+# batch plan (every file of the snapshot) is not made.
+STREAMING_MARKER = "__deltalog_stream"
 READ_OPTIONS = {
     "path",
     "versionasof",
@@ -59,6 +63,8 @@ READ_OPTIONS = {
     "startingtimestamp",
     "endingversion",
     "endingtimestamp",
+    *STREAM_OPTIONS,
+    STREAMING_MARKER,
 }
 _FIELD_ID = b"PARQUET:field_id"
 
@@ -108,16 +114,18 @@ TASK_BYTES = 128 * 1024 * 1024
 MIN_TASKS = 8
 
 
-def group_files(tasks: Sequence[FileTask | ChangeTask], sizes: list[int]) -> list[FileGroup]:
+def group_files(
+    tasks: Sequence[Any], sizes: list[int], min_tasks: int = MIN_TASKS
+) -> list[FileGroup]:
     """Consecutive files packed into groups of about equal bytes (at most ``TASK_BYTES``
-    unless one file is larger), at least ``MIN_TASKS`` groups when there are that many files."""
+    unless one file is larger), at least ``min_tasks`` groups when there are that many files."""
     if not tasks:
         return []
     total = sum(sizes)
-    count = min(len(tasks), max(MIN_TASKS, -(-total // TASK_BYTES)))
+    count = min(len(tasks), max(min_tasks, -(-total // TASK_BYTES)))
     target = total / count
     groups: list[FileGroup] = []
-    current: list[FileTask | ChangeTask] = []
+    current: list[Any] = []
     filled = 0
     for task, size in zip(tasks, sizes, strict=True):
         if current and filled + size / 2 > target and len(groups) < count - 1:
@@ -149,6 +157,10 @@ class DeltaDataSource(DataSource):
         if "path" not in opts:
             raise errors.invalid_argument("'path' is not specified: use .load(path)")
         self._cdf: ChangePlan | None = None
+        self._stream: Any = None
+        if opts.get(STREAMING_MARKER) == "true":
+            self._plan_stream(opts)
+            return
         if is_cdc_read(opts):
             self._plan_changes(opts)
             return
@@ -212,8 +224,51 @@ class DeltaDataSource(DataSource):
             )
         self._tasks = group_files(tasks, [1] * len(tasks))
 
+    def _plan_stream(self, opts: dict[str, str]) -> None:
+        """A streaming read: the table as it is now gives the schema and the table id; the
+        batches are planned by the stream reader."""
+        log = DeltaLog.for_table(opts["path"])
+        snapshot = log.update()
+        options = {k: v for k, v in opts.items() if k not in ("path", STREAMING_MARKER)}
+        parsed = SourceOptions.from_options(options, table=log.table_root)
+        self._stream_cdf = parsed.read_change_feed
+        self._table_root = snapshot.table_root
+        self._schema_json = snapshot.schema.to_json()
+        self._partition_columns = list(snapshot.partition_columns)
+        self._mode = snapshot.column_mapping_mode
+        self._tasks = []
+        self._stream = StreamConfig(
+            opts["path"],
+            snapshot.table_root,
+            snapshot.metadata.id,
+            self._schema_json,
+            tuple(snapshot.partition_columns),
+            self._mode,
+            tuple(sorted(options.items())),
+        )
+
+    def streamReader(self, schema: Any) -> Any:
+        try:
+            from deltalog.spark.stream_source import DeltaStreamReader
+        except ImportError:  # pyspark.sql.streaming.datasource (read limits) arrived in 4.2
+            raise errors.UnsupportedFeatureError(
+                "DELTA_STREAMING_SOURCE_UNSUPPORTED",
+                "streaming reads of the delta format need PySpark 4.2 or later (admission "
+                "control for Python streaming sources).",
+                table=self._table_root,
+                help="upgrade PySpark, or read in batches with startingVersion on the change feed.",
+            ) from None
+        if self._stream is None:
+            raise errors.invalid_argument(
+                "a streaming read of the delta format needs deltalog's bridge: call "
+                "deltalog.register(spark) before spark.readStream"
+            )
+        return DeltaStreamReader(self._stream)
+
     def schema(self) -> Any:
         table_schema = parse_schema(self._schema_json)
+        if self._stream is not None and self._stream_cdf:
+            return to_spark_schema(cdc_read_schema(table_schema))
         if self._cdf is not None:
             return to_spark_schema(cdc_read_schema(table_schema))
         return to_spark_schema(table_schema)

@@ -104,6 +104,15 @@ def update(predicate: str | None) -> Operation:
     return Operation("UPDATE", {"predicate": [predicate] if predicate is not None else []})
 
 
+def streaming_update(output_mode: str, query_id: str, epoch_id: int) -> Operation:
+    """``STREAMING UPDATE``: one micro-batch of a streaming write; ``output_mode`` is
+    ``Append`` or ``Complete``, ``epoch_id`` the batch id (stored as text, as the reference)."""
+    return Operation(
+        "STREAMING UPDATE",
+        {"outputMode": output_mode, "queryId": query_id, "epochId": str(epoch_id)},
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class MergePredicate:
     """One MERGE clause as commitInfo records it: its kind and its condition's SQL."""

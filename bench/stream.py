@@ -1,0 +1,150 @@
+"""Structured Streaming: a Delta source table of many small commits streamed into a Delta sink,
+against a batch read-and-write of the same table, same run.
+
+Table (cached under bench/_data/stream-<commits>): ``--commits`` commits (1,000 in issue 13;
+default 200 to keep a run short on a small machine) of ``--rows`` rows each, written by
+deltalake. Each run writes a fresh sink:
+
+* batch: ``spark.read.format("delta").load(src)`` written with ``df.write.format("delta")``
+  (one job, one commit): the floor;
+* stream, one batch: ``readStream`` from ``startingVersion=0`` (every commit read from the log)
+  with ``Trigger.AvailableNow`` and the default ``maxFilesPerTrigger`` (1000), so the commits'
+  files are read in ``ceil(commits / 1000)`` micro-batches;
+* stream, many batches: the same with ``maxFilesPerTrigger=--files-per-batch``: the
+  difference to the one-batch run over the extra batches is the per-batch overhead (planning,
+  a Spark job, a sink commit).
+
+Prints rows/s of each and the ratios to the batch read. Run by hand:
+``python bench/stream.py [--commits N] [--rows N] [--files-per-batch N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "_data"
+
+
+def make_table(root: Path, commits: int, rows: int) -> None:
+    if (root / "_delta_log" / f"{commits - 1:020d}.json").exists():
+        return
+    import deltalake
+
+    shutil.rmtree(root, ignore_errors=True)
+    for i in range(commits):
+        ids = range(i * rows, (i + 1) * rows)
+        batch = pa.table(
+            {
+                "id": pa.array(ids, pa.int64()),
+                "value": pa.array([j * 0.5 for j in ids]),
+                "name": pa.array([f"name-{j % 100}" for j in ids]),
+            }
+        )
+        deltalake.write_deltalake(str(root), batch, mode="append")
+
+
+def run_stream(
+    spark: Any, src: Path, sink: Path, files_per_batch: int | None
+) -> tuple[float, list[dict[str, Any]]]:
+    """Seconds to stream every commit of ``src`` (``startingVersion=0``) into a new ``sink``
+    (availableNow), and the query's progress reports (one per batch)."""
+    reader = spark.readStream.format("delta").option("startingVersion", 0)
+    if files_per_batch is not None:
+        reader = reader.option("maxFilesPerTrigger", files_per_batch)
+    started = time.perf_counter()
+    query = (
+        reader.load(str(src))
+        .writeStream.format("delta")
+        .option("checkpointLocation", str(sink) + "-checkpoint")
+        .trigger(availableNow=True)
+        .start(str(sink))
+    )
+    query.awaitTermination()
+    return time.perf_counter() - started, list(query.recentProgress)
+
+
+def phases(progress: list[dict[str, Any]]) -> str:
+    """Milliseconds per phase over all batches (Spark's ``durationMs``)."""
+    totals: dict[str, int] = {}
+    for p in progress:
+        for key, ms in p["durationMs"].items():
+            totals[key] = totals.get(key, 0) + int(ms)
+    keys = ("latestOffset", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
+    return ", ".join(f"{k} {totals.get(k, 0)}" for k in keys)
+
+
+def run_batch(spark: Any, src: Path, sink: Path) -> float:
+    started = time.perf_counter()
+    spark.read.format("delta").load(str(src)).write.format("delta").save(str(sink))
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--commits", type=int, default=200)
+    parser.add_argument("--rows", type=int, default=100)
+    parser.add_argument("--files-per-batch", type=int, default=20)
+    args = parser.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    import deltalake
+    from pyspark.sql import SparkSession
+
+    import deltalog
+
+    src = DATA / f"stream-{args.commits}x{args.rows}"
+    make_table(src, args.commits, args.rows)
+    total = args.commits * args.rows
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    deltalog.register(spark)
+    work = Path(tempfile.mkdtemp(prefix="bench-stream-"))
+    try:
+        run_batch(spark, src, work / "warmup")  # JVM and Python workers warm
+        batch = run_batch(spark, src, work / "batch")
+        one, one_progress = run_stream(spark, src, work / "stream-one", None)
+        many, many_progress = run_stream(spark, src, work / "stream-many", args.files_per_batch)
+        for name in ("batch", "stream-one", "stream-many"):
+            got = deltalake.DeltaTable(str(work / name)).to_pyarrow_table().num_rows
+            assert got == total, f"{name}: {got} rows, expected {total}"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        spark.stop()
+    one_batches, many_batches = len(one_progress), len(many_progress)
+    print(f"source: {args.commits} commits x {args.rows} rows = {total} rows")
+    print(f"batch read + write      {batch:8.2f} s  {total / batch:10.0f} rows/s")
+    print(
+        f"stream, {one_batches:4d} batch(es) {one:8.2f} s  {total / one:10.0f} rows/s  "
+        f"x{one / batch:.2f} of batch"
+    )
+    print(
+        f"stream, {many_batches:4d} batches   {many:8.2f} s  {total / many:10.0f} rows/s  "
+        f"x{many / batch:.2f} of batch"
+    )
+    print(f"  phases (ms), {one_batches} batch(es): {phases(one_progress)}")
+    print(f"  phases (ms), {many_batches} batches: {phases(many_progress)}")
+    extra = many_batches - one_batches
+    if extra > 0:
+        print(f"per-batch overhead: {(many - one) / extra:.2f} s ({extra} extra batches)")
+    expected = math.ceil(args.commits / args.files_per_batch)
+    assert many_batches >= expected, (many_batches, expected)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,273 @@
+"""The streaming source's planning without Spark: offsets, admission control, restarts, commits
+that remove data, schema changes, the change feed, against deltalake and the inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import deltalog
+from deltalog import errors
+from deltalog.actions import DeletionVectorDescriptor
+from deltalog.change_data_feed import (
+    CdfRange,
+    TableLayout,
+    plan_changes,
+    read_change_file,
+    read_plan,
+)
+from deltalog.data_files import read_parquet, select_rows, to_logical
+from deltalog.deletion_vectors import read_deletion_vector
+from deltalog.delta_log import DeltaLog
+from deltalog.paths import resolve
+from deltalog.streaming.offsets import DeltaSourceOffset
+from deltalog.streaming.options import AdmissionLimits, SourceOptions
+from deltalog.streaming.source_plan import SourcePlanner, StreamBatch
+from tests.conformance.oracle import TABLES
+from tests.conformance.rows import canonical, oracle_rows
+
+
+def _append(path: Path, values: list[int], **kw: Any) -> None:
+    deltalog.write_table(
+        str(path), pa.table({"x": pa.array(values, pa.int64())}), mode="append", **kw
+    )
+
+
+def _planner(path: Path, **options: str) -> SourcePlanner:
+    log = DeltaLog.for_table(str(path))
+    snapshot = log.update()
+    opts = SourceOptions.from_options(options, table=str(path))
+    return SourcePlanner(log, opts, snapshot.schema, snapshot.metadata.id)
+
+
+def _limits(planner: SourcePlanner) -> AdmissionLimits:
+    return AdmissionLimits(planner.options.max_files, planner.options.max_bytes)
+
+
+def _drain(
+    planner: SourcePlanner, start: DeltaSourceOffset
+) -> tuple[list[StreamBatch], DeltaSourceOffset]:
+    """Every batch until no new data, as a query would run them."""
+    batches = []
+    while True:
+        end = planner.latest_offset(start, _limits(planner))
+        if end == start:
+            return batches, start
+        batches.append(planner.batch(start, end))
+        start = end
+
+
+def _files(batch: StreamBatch) -> list[dict[str, Any]]:
+    out = batch.snapshot_files.to_pylist() if batch.snapshot_files is not None else []
+    for commit in batch.commits:
+        out += commit.files.to_pylist()
+    return out
+
+
+def _rows(planner: SourcePlanner, batches: list[StreamBatch]) -> pa.Table:
+    """The rows the batches read (deletion vectors applied, logical columns)."""
+    snapshot = planner.log.update()
+    layout = TableLayout(
+        snapshot.table_root,
+        planner.read_schema,
+        snapshot.partition_columns,
+        snapshot.column_mapping_mode,
+    )
+    parts = []
+    for batch in batches:
+        for f in _files(batch):
+            data = read_parquet(resolve(layout.table_root, f["path"]), layout.table_root)
+            if f["deletionVector"] is not None:
+                dv = DeletionVectorDescriptor.from_dict(f["deletionVector"])
+                deleted = read_deletion_vector(planner.log.store, layout.table_root, dv)
+                data = select_rows(data, deleted, keep_listed=False)
+            values = dict(f["partitionValues"] or [])
+            parts.append(
+                to_logical(
+                    data,
+                    layout.schema,
+                    layout.partition_columns,
+                    layout.column_mapping_mode,
+                    values,
+                )
+            )
+    return pa.concat_tables(parts) if parts else layout.schema.to_arrow().empty_table()
+
+
+def test_batches_read_snapshot_then_commits_once_each_and_resume_from_json(
+    tmp_path: Path,
+) -> None:
+    table = tmp_path / "t"
+    for i in range(5):
+        _append(table, [i * 10 + j for j in range(3)])
+    planner = _planner(table, maxFilesPerTrigger="2")
+    start = planner.initial_offset()
+    assert start == DeltaSourceOffset(4, -1, True, planner.table_id)
+    first = planner.latest_offset(start, _limits(planner))
+    first_batch = planner.batch(start, first)
+    assert len(_files(first_batch)) == 2 and first.is_starting_version
+    for i in range(5, 8):
+        _append(table, [i * 10 + j for j in range(3)])
+    # A restarted query: a new planner, the checkpointed offset as JSON.
+    restarted = _planner(table, maxFilesPerTrigger="2")
+    resumed = restarted.parse(json.loads(json.dumps(first.to_json())))
+    batches, end = _drain(restarted, resumed)
+    assert all(len(_files(b)) <= 2 for b in batches)
+    assert end == DeltaSourceOffset(8, -1, False, planner.table_id)
+    got = _rows(restarted, [first_batch, *batches])
+    assert canonical(got) == canonical(oracle_rows(str(table)))
+    assert sorted(got["x"].to_pylist()) == [i * 10 + j for i in range(8) for j in range(3)]
+    # Nothing new: the offset stays, so Spark runs no batch.
+    assert restarted.latest_offset(end, _limits(restarted)) == end
+
+
+def test_byte_limit_is_soft_and_read_all_available_ignores_limits(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    _append(table, [0])  # the snapshot: one file
+    start = _planner(table).initial_offset().next_version()
+    for i in range(1, 6):
+        _append(table, list(range(i * 100, i * 100 + i * 50)))
+    planner = _planner(table, maxBytesPerTrigger="1b")
+    batches, _ = _drain(planner, start)
+    assert [len(_files(b)) for b in batches] == [1] * 5  # each batch takes at least one file
+    sizes = [f["size"] for b in batches for f in _files(b)]
+    planner = _planner(table, maxBytesPerTrigger=str(sizes[0] + sizes[1] + 1))
+    batches, _ = _drain(planner, start)
+    # Files are admitted while the budget is positive: the third file overshoots.
+    assert len(_files(batches[0])) == 3
+    everything = planner.latest_offset(start, None)
+    assert len(_files(planner.batch(start, everything))) == 5
+    with pytest.raises(errors.InvalidArgumentError, match="maxFilesPerTrigger"):
+        SourceOptions.from_options({"maxFilesPerTrigger": "0"}, table="t")
+
+
+def test_starting_version_latest_timestamp_and_available_now(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    for i in range(3):
+        _append(table, [i])
+    from_two = _planner(table, startingVersion="2")
+    assert from_two.initial_offset() == DeltaSourceOffset(2, -1, False, from_two.table_id)
+    batches, _ = _drain(from_two, from_two.initial_offset())
+    assert _rows(from_two, batches)["x"].to_pylist() == [2]
+    latest = _planner(table, startingVersion="latest")
+    start = latest.initial_offset()
+    assert latest.latest_offset(start, None) == start
+    with pytest.raises(errors.VersionNotFoundError):
+        _planner(table, startingVersion="9").initial_offset()
+    times = [r.timestamp for r in DeltaLog.for_table(str(table)).commit_records()]
+    by_time = _planner(table, startingTimestamp=str(times[1]))
+    assert by_time.initial_offset().reservoir_version == 1
+    now = _planner(table, startingVersion="0")
+    now.prepare_available_now()
+    _append(table, [3])  # after the trigger started: not read by this run
+    batches, end = _drain(now, now.initial_offset())
+    assert sorted(_rows(now, batches)["x"].to_pylist()) == [0, 1, 2]
+    assert end == DeltaSourceOffset(3, -1, False, now.table_id)
+
+
+def _with_delete_and_update(table: Path) -> None:
+    _append(table, [1, 2, 3])  # v0
+    _append(table, [10, 11])  # v1
+    deltalog.delete(str(table), "x >= 10")  # v2: removes the whole file only
+    _append(table, [20])  # v3
+    deltalog.update(str(table), "x = 1", {"x": 100})  # v4: rewrites a file (remove + add)
+    _append(table, [30])  # v5
+
+
+@pytest.mark.parametrize(
+    ("options", "error_class", "expected"),
+    [
+        ({}, "DELTA_SOURCE_IGNORE_DELETE", None),
+        ({"ignoreDeletes": "true"}, "DELTA_SOURCE_TABLE_IGNORE_CHANGES", None),
+        ({"skipChangeCommits": "true"}, None, [1, 2, 3, 10, 11, 20, 30]),
+        # Legacy ignoreChanges: the rewritten file comes out again, duplicates included.
+        ({"ignoreChanges": "true"}, None, [1, 2, 3, 10, 11, 20, 100, 2, 3, 30]),
+    ],
+)
+def test_commits_that_remove_data_per_option(
+    tmp_path: Path, options: dict[str, str], error_class: str | None, expected: list[int] | None
+) -> None:
+    table = tmp_path / "t"
+    _with_delete_and_update(table)
+    planner = _planner(table, startingVersion="0", **options)
+    if error_class is not None:
+        with pytest.raises(errors.UnsupportedFeatureError) as info:
+            _drain(planner, planner.initial_offset())
+        assert info.value.error_class == error_class
+        assert ("version 2" if error_class.endswith("DELETE") else "version 4") in str(info.value)
+        return
+    batches, _ = _drain(planner, planner.initial_offset())
+    assert sorted(_rows(planner, batches)["x"].to_pylist()) == sorted(expected or [])
+
+
+def test_schema_change_fails_the_stream_and_a_restart_reads_on(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    _append(table, [1])
+    old = _planner(table, startingVersion="0")
+    start = old.initial_offset()
+    wider = pa.table({"x": pa.array([2], pa.int64()), "y": pa.array(["b"])})
+    deltalog.write_table(str(table), wider, mode="append", schema_mode="merge")
+    with pytest.raises(errors.InvalidTableError) as info:
+        _drain(old, start)
+    assert info.value.error_class == "DELTA_SCHEMA_CHANGED_WITH_VERSION"
+    assert "version 1" in str(info.value)
+    restarted = _planner(table, startingVersion="0")  # reads with the new schema
+    batches, _ = _drain(restarted, start)
+    got = _rows(restarted, batches).sort_by("x")
+    assert got.to_pylist() == [{"x": 1, "y": None}, {"x": 2, "y": "b"}]
+
+
+def test_an_offset_of_another_table_is_refused(tmp_path: Path) -> None:
+    _append(tmp_path / "a", [1])
+    _append(tmp_path / "b", [1])
+    offset = _planner(tmp_path / "a").initial_offset().to_json()
+    with pytest.raises(errors.InvalidTableError) as info:
+        _planner(tmp_path / "b").parse(offset)
+    assert info.value.error_class == "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE"
+
+
+def test_deletion_vectors_and_column_mapping_read_as_deltalake_does() -> None:
+    root = TABLES / "delta-golden/dv-with-columnmapping"
+    planner = _planner(root, maxFilesPerTrigger="3")
+    batches, _ = _drain(planner, planner.initial_offset())
+    assert len(batches) > 1
+    assert canonical(_rows(planner, batches)) == canonical(oracle_rows(str(root)))
+
+
+def _change_rows(planner: SourcePlanner, batches: list[StreamBatch]) -> pa.Table:
+    layout = TableLayout.of(planner.log.update())
+    parts = []
+    for batch in batches:
+        for commit in batch.commits:
+            from deltalog.change_data_feed import ChangePlan
+
+            by_spec = ChangePlan(CdfRange(0, 0), planner.log.update(), commit.files, commit.rows)
+            selected = by_spec.rows_by_spec()
+            for spec in commit.files.to_pylist():
+                parts.append(read_change_file(layout, spec, selected.get(spec["spec_id"])))
+    return pa.concat_tables(parts)
+
+
+def test_change_feed_stream_equals_the_batch_change_feed(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    properties = {"delta.enableChangeDataFeed": "true"}
+    _append(table, [1, 2, 3], configuration=properties)
+    _append(table, [4, 5])
+    deltalog.update(str(table), "x = 2", {"x": 20})
+    deltalog.delete(str(table), "x >= 4 AND x <= 5")
+    planner = _planner(table, startingVersion="0", readChangeFeed="true", maxFilesPerTrigger="1")
+    batches, _ = _drain(planner, planner.initial_offset())
+    # Commits are never split: one commit per batch here, whatever the file limit.
+    assert [[c.version for c in b.commits] for b in batches] == [[0], [1], [2], [3]]
+    log = DeltaLog.for_table(str(table))
+    expected = read_plan(plan_changes(log, CdfRange(0, log.update().version)))
+    got = _change_rows(planner, batches)
+    assert canonical(got) == canonical(expected)
+    kinds = sorted(got["_change_type"].to_pylist())
+    assert kinds.count("update_preimage") == 1 and kinds.count("delete") == 2
+    np.testing.assert_array_equal(np.unique(got["_commit_version"].to_numpy()), np.arange(4))
