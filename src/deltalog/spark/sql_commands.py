@@ -56,13 +56,15 @@ def _history(spark: Any, s: DescribeHistory) -> Any:
 
 
 def _detail(spark: Any, s: DescribeDetail) -> Any:
-    from pyspark.sql import functions as F
+    from deltalog.spark.tables import DETAIL_SCHEMA
 
     target = names.require(spark, s.table)
     df = _table(spark, s.table).detail()
-    if target.entry is not None:
-        df = df.withColumn("name", F.lit(target.entry.qualified))
-    return df
+    if target.entry is None:
+        return df
+    row = df.collect()[0].asDict()
+    row["name"] = target.entry.qualified  # the catalog's name, as delta-spark shows it
+    return spark.createDataFrame([tuple(row[f.name] for f in DETAIL_SCHEMA.fields)], DETAIL_SCHEMA)
 
 
 def _vacuum(spark: Any, s: Vacuum) -> Any:

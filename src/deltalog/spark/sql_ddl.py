@@ -115,12 +115,11 @@ def add_columns(spark: Any, target: names.Target, columns: list[exp.Expression])
 
 def add_constraint(spark: Any, target: names.Target, name: str, expression: str) -> None:
     """``ADD CONSTRAINT name CHECK (expr)``: every existing row must satisfy it first."""
-    from pyspark.sql import functions as F
-
     from deltalog.spark.tables import read_table
 
     key = CONSTRAINT_PREFIX + name.lower()
-    violating = read_table(spark, target.path).filter(~F.coalesce(F.expr(expression), F.lit(False)))
+    # A NULL result violates too, as in delta-spark's constraint check.
+    violating = read_table(spark, target.path).filter(f"NOT coalesce(({expression}), false)")
     count = violating.count()
     if count:
         raise errors.DeltaWriteError(

@@ -187,8 +187,6 @@ def insert(spark: Any, statement: Parsed) -> Any:
     target = target_of(spark, node.this)
     if target is None:
         return NOT_DELTA
-    from pyspark.sql import functions as F
-
     from deltalog.spark.schema import to_spark_schema
     from deltalog.spark.write import write_dataframe
 
@@ -208,11 +206,15 @@ def insert(spark: Any, statement: Parsed) -> Any:
                 table=target.path,
             )
         df = df.toDF(*wanted)
-    types = {f.name.lower(): f.dataType for f in schema.fields}
-    for column, literal in static.items():
-        df = df.withColumn(column, F.expr(literal))
-    df = df.select(
-        *[F.col(c).cast(types[c.lower()]) if c.lower() in types else F.col(c) for c in df.columns]
+    types = {f.name.lower(): f.dataType.simpleString() for f in schema.fields}
+    values = [f"{literal} AS `{column}`" for column, literal in static.items()]
+    df = df.selectExpr("*", *values) if values else df
+    # Spark's INSERT casts to the table's types; SQL text works on classic and Connect alike.
+    df = df.selectExpr(
+        *[
+            f"CAST(`{c}` AS {types[c.lower()]}) AS `{c}`" if c.lower() in types else f"`{c}`"
+            for c in df.columns
+        ]
     )
     options: dict[str, str] = {}
     mode = "append"
@@ -275,7 +277,8 @@ def create(spark: Any, statement: Parsed) -> Any:
         _create_as_select(spark, target, kind, props, query)
     else:
         _create_from_columns(spark, target, kind, props, node.this)
-    names.register(spark, target, replace=existing is not None)
+    # Existence was checked above; the builder may have recorded the name already.
+    names.register(spark, target, replace=True)
     return empty(spark)
 
 
