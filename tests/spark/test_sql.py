@@ -247,3 +247,25 @@ def test_sql_over_spark_connect(connect_spark: Any, tmp_path: Path) -> None:
     ops = [r.operation for r in connect_spark.sql(f"DESCRIBE HISTORY {t}").collect()]
     assert ops == ["MERGE", "WRITE", "CREATE TABLE"]
     assert connect_spark.sql(f"SELECT count(*) FROM {t} VERSION AS OF 1").collect() == [(2,)]
+
+
+def test_delta_spark_style_example_runs_unchanged(spark: Any) -> None:
+    import importlib.util
+
+    file = Path(__file__).parents[2] / "examples" / "delta_spark_style.py"
+    spec = importlib.util.spec_from_file_location("delta_spark_style", file)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    # The example's own builder (delta-spark's JVM settings included) on this run's warehouse.
+    session = example.build_session(spark.conf.get("spark.sql.warehouse.dir"))
+    assert session is spark
+    history = example.run(session)
+    ops = [r.operation for r in history]
+    assert ops[-2:] == ["MERGE", "WRITE"] and "OPTIMIZE" in ops
+    assert rows(location(spark, "orders")) == [
+        (1, "open", 10.0),
+        (2, "shipped", 25.5),
+        (3, "shipped", 7.25),
+        (4, "open", 99.0),
+    ]
