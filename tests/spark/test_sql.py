@@ -7,6 +7,7 @@ what the statements' inputs say they must be.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ def location(spark: Any, name: str) -> str:
 def test_dml_and_reads_on_a_named_table(spark: Any, sql: Any) -> None:
     sql(
         "CREATE TABLE dml_events (id BIGINT, p STRING, v INT) USING delta PARTITIONED BY (p) "
-        "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"
+        "TBLPROPERTIES ('delta.appendOnly' = 'false')"
     )
     path = location(spark, "dml_events")
     assert path.startswith(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
@@ -72,19 +73,25 @@ def test_dml_and_reads_on_a_named_table(spark: Any, sql: Any) -> None:
     sql("INSERT INTO dml_events REPLACE WHERE p = 'a' SELECT 3, 'a', 300")
     assert rows(path) == [(3, "a", 300), (5, "b", 50)]
 
-    # Reads: time travel, joins and CTEs over Delta tables, the change feed.
+    # Reads: time travel, joins and CTEs over Delta tables.
     assert sorted(sql("SELECT id, v FROM dml_events VERSION AS OF 1").collect()) == [
         (1, 10),
         (2, 20),
         (3, 30),
     ]
+    # A version's time is its commit file's modification time (no in-commit timestamps).
+    v1_time = os.path.getmtime(Path(path) / "_delta_log" / f"{1:020d}.json")
+    when = dt.datetime.fromtimestamp(v1_time, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    at_time = sql(f"SELECT count(*) FROM dml_events TIMESTAMP AS OF '{when}'").collect()
+    assert at_time == [(3,)]
+    assert spark.read.option("versionAsOf", 3).table("dml_events").count() == 2
+    assert [r.col_name for r in sql("DESCRIBE dml_events").collect()][:3] == ["id", "p", "v"]
     joined = sql(
         "WITH old AS (SELECT * FROM dml_events VERSION AS OF 1) "
         "SELECT n.id, o.v AS before, n.v AS after FROM dml_events n JOIN old o ON n.id = o.id"
     )
     assert joined.collect() == [(3, 30, 300)]
-    changes = sql("SELECT id, _change_type, v FROM table_changes('dml_events', 2, 2)")
-    assert sorted(changes.collect()) == [(1, "update_postimage", 11), (1, "update_preimage", 10)]
 
     history = sql("DESCRIBE HISTORY dml_events")
     assert history.schema == HISTORY_SCHEMA
@@ -127,6 +134,10 @@ def test_maintenance_and_ddl_on_a_path(spark: Any, sql: Any, tmp_path: Path) -> 
     cloned = sql(f"CREATE TABLE m_clone SHALLOW CLONE {t} VERSION AS OF 2").collect()[0]
     assert cloned.source_num_of_files == 3 and cloned.num_copied_files == 0
     assert rows(location(spark, "m_clone"), "id") == [(0,), (1,), (2,)]
+    sql(f"CREATE TABLE m_deep DEEP CLONE {t} VERSION AS OF 2 LOCATION '{tmp_path / 'deep'}'")
+    assert rows(tmp_path / "deep", "id") == [(0,), (1,), (2,)]
+    sql("CREATE TABLE clustered (id BIGINT, s STRING) USING delta CLUSTER BY (id)")
+    assert sql("DESCRIBE DETAIL clustered").collect()[0].clusteringColumns == ["id"]
     sql("GENERATE symlink_format_manifest FOR TABLE m_clone")
     assert (Path(location(spark, "m_clone")) / "_symlink_format_manifest" / "manifest").exists()
 
@@ -153,6 +164,16 @@ def test_maintenance_and_ddl_on_a_path(spark: Any, sql: Any, tmp_path: Path) -> 
         spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
     assert rows(path, "id") == [(0,), (1,)]
     assert len(list(path.glob("*.parquet"))) == 2
+
+    feed = tmp_path / "feed"  # the change feed of a table delta-rs updated
+    deltalake.write_deltalake(
+        str(feed),
+        pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["x", "y"]}),
+        configuration={"delta.enableChangeDataFeed": "true"},
+    )
+    deltalake.DeltaTable(str(feed)).update(predicate="id = 1", updates={"s": "'z'"})
+    changes = sql(f"SELECT id, s, _change_type FROM table_changes('delta.`{feed}`', 1)")
+    assert sorted(changes.collect()) == [(1, "x", "update_preimage"), (1, "z", "update_postimage")]
 
     pq_dir = tmp_path / "pq"
     pq.write_to_dataset(pa.table({"n": [1, 2], "p": ["x", "y"]}), pq_dir, partition_cols=["p"])
@@ -237,13 +258,14 @@ def test_sql_over_spark_connect(connect_spark: Any, tmp_path: Path) -> None:
     path = tmp_path / "c"
     t = f"delta.`{path}`"
     connect_spark.sql(f"CREATE TABLE {t} (id BIGINT, v STRING) USING delta")
-    connect_spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
+    connect_spark.sql(f"INSERT INTO {t} (v, id) VALUES ('a', 1), ('b', 2)")
     merged = connect_spark.sql(
-        f"MERGE INTO {t} AS t USING (SELECT 2 AS id, 'B' AS v UNION ALL SELECT 3, 'c') AS s "
+        f"MERGE WITH SCHEMA EVOLUTION INTO {t} AS t USING (SELECT 2 AS id, 'B' AS v, true AS f "
+        "UNION ALL SELECT 3, 'c', false) AS s "
         "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
     )
     assert merged.collect() == [(2, 1, 0, 1)]
-    assert rows(path) == [(1, "a"), (2, "B"), (3, "c")]
+    assert rows(path) == [(1, "a", None), (2, "B", True), (3, "c", False)]
     ops = [r.operation for r in connect_spark.sql(f"DESCRIBE HISTORY {t}").collect()]
     assert ops == ["MERGE", "WRITE", "CREATE TABLE"]
     assert connect_spark.sql(f"SELECT count(*) FROM {t} VERSION AS OF 1").collect() == [(2,)]

@@ -42,9 +42,31 @@ def install() -> None:
         setattr(cls, "sql", _bridged_sql(original))  # noqa: B010
         setattr(cls, "table", _bridged_table(getattr(cls, "table")))  # noqa: B009, B010
         setattr(cls, "_deltalog_sql", True)  # noqa: B010
+    for reader in _reader_classes():
+        if getattr(reader, "_deltalog_table", False):
+            continue
+        classic = reader.__module__ == "pyspark.sql.readwriter"
+        if classic and not getattr(reader, "_deltalog_bridged", False):
+            from deltalog.spark.bridge import _wrap_builder
+
+            _wrap_builder(reader)  # classic readers keep options in the JVM only: record them
+        setattr(reader, "table", _bridged_reader_table(getattr(reader, "table")))  # noqa: B009, B010
+        setattr(reader, "_deltalog_table", True)  # noqa: B010
     from deltalog.spark import writer_v2
 
     writer_v2.install()
+
+
+def _reader_classes() -> list[type]:
+    from pyspark.sql.readwriter import DataFrameReader
+
+    classes: list[type] = [DataFrameReader]
+    try:
+        from pyspark.sql.connect.readwriter import DataFrameReader as ConnectReader
+    except Exception:  # Connect's client dependencies are optional
+        return classes
+    classes.append(ConnectReader)
+    return classes
 
 
 def _session_classes() -> list[type]:
@@ -96,6 +118,38 @@ def _bridged_table(original: Callable[..., Any]) -> Callable[..., Any]:
         return read_table(self, target.path)
 
     return table
+
+
+def _bridged_reader_table(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def table(self: Any, tableName: str) -> Any:
+        """``spark.read.table(name)``, with delta-spark's ``versionAsOf`` / ``timestampAsOf``
+        options for a Delta table."""
+        try:
+            target = names.resolve_identifier(self._spark, tableName)
+        except (SqlSyntaxError, errors.InvalidArgumentError):
+            target = None
+        if target is None:
+            return original(self, tableName)
+        from deltalog.spark.tables import read_table
+
+        options = _reader_options(self)
+        version = options.get("versionasof")
+        return read_table(
+            self._spark,
+            target.path,
+            version=None if version is None else int(version),
+            timestamp=options.get("timestampasof"),
+        )
+
+    return table
+
+
+def _reader_options(reader: Any) -> dict[str, str]:
+    """A reader's options, lower-cased keys (the bridge's record, else Connect's own dict)."""
+    recorded = reader.__dict__.get("_deltalog_write_state", {}).get("options")
+    raw = recorded if recorded is not None else getattr(reader, "_options", {}) or {}
+    return {str(k).lower(): str(v) for k, v in raw.items()}
 
 
 NOT_DELTA = object()  # execute's answer for a statement Spark runs unchanged
@@ -165,7 +219,10 @@ def rewrite_reads(
             continue
         found = True
         views.append(view)
-        alias = node.alias or (node.name if not _is_path(node) else None)
+        # Keep the name columns are qualified with, where a query names its tables (FROM,
+        # JOIN); elsewhere (DESCRIBE t) Spark takes no alias.
+        in_query = isinstance(node.parent, exp.From | exp.Join)
+        alias = node.alias or (node.name if in_query and not _is_path(node) else None)
         replacement = exp.Table(this=exp.to_identifier(view))
         if alias:
             replacement.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
