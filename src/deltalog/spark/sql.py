@@ -162,11 +162,24 @@ def execute(spark: Any, statement: Any, args: Any = None, kwargs: Any = None) ->
     if isinstance(statement, Parsed):
         handler = sql_dml.HANDLERS.get(type(statement.expression))
         if handler is not None:
+            if (args or kwargs) and sql_dml.target_of(spark, statement.expression.this):
+                raise _no_parameters()
             result = handler(spark, statement)
             if result is not NOT_DELTA:
                 return result
         return run_reads(spark, statement.expression, args, kwargs or {})
+    if args or kwargs:
+        raise _no_parameters()
     return sql_commands.run(spark, statement)
+
+
+def _no_parameters() -> errors.UnsupportedFeatureError:
+    return errors.UnsupportedFeatureError(
+        "DELTALOG_SQL_PARAMETERS_UNSUPPORTED",
+        "parameter markers (args=...) are not supported in Delta's DML, DDL and maintenance "
+        "statements; queries that read Delta tables accept them.",
+        help="format the values into the statement, or use the DeltaTable API.",
+    )
 
 
 # -- reads: Delta tables in a query become temporary views -------------------------------------
