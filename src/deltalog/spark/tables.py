@@ -631,7 +631,7 @@ class DeltaTableBuilder:
         from deltalog.spark.names import Target, new_target, parse_identifier, resolve
 
         ref = parse_identifier(self._name)
-        existing = resolve(self._spark, ref)
+        existing = resolve(self._spark, ref) if self._location is None else None
         if existing is not None and existing.entry is not None:
             return Target(existing.path, existing.entry)
         return new_target(self._spark, ref, self._location)[0]
