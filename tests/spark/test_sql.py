@@ -225,6 +225,11 @@ def test_table_names_through_the_dataframe_apis(spark: Any, sql: Any, tmp_path: 
     assert rows(external) == [(4,)]  # external: only the name went
     sql(f"CREATE TABLE names_again USING delta LOCATION '{external}'")
     assert spark.table("names_again").collect() == [(4,)]
+    assert [(r.namespace, r.tableName) for r in sql("SHOW TABLES LIKE 'names_*'").collect()] == [
+        ("default", "names_again"),
+        ("default", "names_saved"),
+        ("default", "names_v2"),
+    ]
     sql("DROP TABLE names_saved")
     assert not os.path.exists(saved)  # managed: the files went too
     with pytest.raises(errors.TableNotFoundError, match="TABLE_OR_VIEW_NOT_FOUND"):
@@ -243,7 +248,8 @@ def test_statements_that_are_not_deltas_run_unchanged(spark: Any, sql: Any) -> N
     sql("INSERT INTO plain_parquet VALUES (5)")
     assert sql("SELECT * FROM plain_parquet").collect() == [(5,)]
     assert sql("DESCRIBE plain_parquet").collect()[0].col_name == "n"
-    assert "plain_parquet" in [r.tableName for r in sql("SHOW TABLES").collect()]
+    shown = [r.tableName for r in sql("SHOW TABLES").collect()]
+    assert "plain_parquet" in shown and "plain_view" in shown
     sql("DROP TABLE plain_parquet")
     with pytest.raises(ParseException):
         sql("SELEC 1")

@@ -24,6 +24,7 @@ from deltalog.spark.sql_statements import (  # noqa: E402
     Restore,
     ShowColumns,
     ShowProperties,
+    ShowTables,
     SqlSyntaxError,
     TableRef,
     UnsetProperties,
@@ -69,6 +70,11 @@ N = TableRef(name=("db", "t"))
         ("SHOW TBLPROPERTIES db.t ('delta.appendOnly')", ShowProperties(N, "delta.appendOnly")),
         ("SHOW COLUMNS IN t IN db", ShowColumns(N)),
         ("SHOW COLUMNS FROM delta.`/data/t`", ShowColumns(P)),
+        ("SHOW TABLES", ShowTables("SHOW TABLES")),
+        (
+            "SHOW TABLES IN db LIKE 'a*|b'",
+            ShowTables("SHOW TABLES IN db LIKE 'a*|b'", "db", "a*|b"),
+        ),
         (
             "CREATE OR REPLACE TABLE db.t SHALLOW CLONE delta.`/s` VERSION AS OF 1 "
             "TBLPROPERTIES ('k' = 'v') LOCATION '/c'",
@@ -128,7 +134,7 @@ def test_spark_grammar_goes_to_sqlglot(text: str, kind: type) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["SET spark.sql.ansi.enabled = true", "USE db", "CACHE TABLE t", "SHOW TABLES", ""]
+    "text", ["SET spark.sql.ansi.enabled = true", "USE db", "CACHE TABLE t", "SHOW DATABASES", ""]
 )
 def test_spark_only_statements_are_not_parsed(text: str) -> None:
     assert parse(text) is None

@@ -28,6 +28,7 @@ from deltalog.spark.sql_statements import (
     Restore,
     ShowColumns,
     ShowProperties,
+    ShowTables,
     UnsetProperties,
     Vacuum,
 )
@@ -179,6 +180,31 @@ def _show_columns(spark: Any, s: ShowColumns) -> Any:
     return spark.createDataFrame([(f.name,) for f in snapshot.schema.fields], "col_name string")
 
 
+def _show_tables(spark: Any, s: ShowTables) -> Any:
+    """Spark's answer plus deltalog's names of the database (its own temporary views
+    hidden)."""
+    from deltalog.spark.sql import VIEW_PREFIX, spark_sql
+
+    database = s.database or names.current_database(spark)
+    spark_tables = spark_sql(spark, s.text)
+    visible = spark_tables.filter(~spark_tables["tableName"].startswith(VIEW_PREFIX))
+    ours = [
+        (e.database, e.name, False)
+        for e in names.catalog(spark).tables(database)
+        if s.pattern is None or _like(e.name, s.pattern)
+    ]
+    if not ours:
+        return visible
+    return visible.unionByName(spark.createDataFrame(ours, visible.schema))
+
+
+def _like(name: str, pattern: str) -> bool:
+    """Spark's SHOW TABLES pattern: ``*`` any characters, ``|`` alternatives, no case."""
+    import fnmatch
+
+    return any(fnmatch.fnmatch(name.lower(), p.strip().lower()) for p in pattern.split("|"))
+
+
 _RUNNERS: dict[type, Any] = {
     DescribeHistory: _history,
     DescribeDetail: _detail,
@@ -191,4 +217,5 @@ _RUNNERS: dict[type, Any] = {
     UnsetProperties: _unset,
     ShowProperties: _show_properties,
     ShowColumns: _show_columns,
+    ShowTables: _show_tables,
 }

@@ -122,6 +122,16 @@ class ShowColumns:
 
 
 @dataclass(frozen=True, slots=True)
+class ShowTables:
+    """``SHOW TABLES [IN db] [[LIKE] 'pattern']``: Spark's tables and deltalog's names
+    (``text`` is the statement, for Spark's part)."""
+
+    text: str
+    database: str | None = None
+    pattern: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Parsed:
     """A statement sqlglot parsed (``expression``); ``schema_evolution`` for ``MERGE WITH
     SCHEMA EVOLUTION``."""
@@ -142,6 +152,7 @@ Statement = (
     | UnsetProperties
     | ShowProperties
     | ShowColumns
+    | ShowTables
     | Parsed
 )
 
@@ -222,6 +233,8 @@ def _delta_statement(text: str, tokens: list[Token], words: list[str]) -> Statem
         start = tokens[0].end + 1
         rest = sqlglot.tokenize(text[start:], read=DIALECT)
         what = _word(rest[0]) if rest else ""
+        if what == "TABLES":
+            return _Reader(text[start:], rest, 1).show_tables(text)
         if what not in ("TBLPROPERTIES", "COLUMNS"):
             return None
         return _Reader(text[start:], rest, 1).show(what)
@@ -437,6 +450,15 @@ class _Reader:
             key = ".".join(self.paren_list())
         self.end()
         return ShowProperties(table, key)
+
+    def show_tables(self, statement: str) -> Statement:
+        database = None
+        if self.accept("IN") or self.accept("FROM"):
+            database = ".".join(self.table().name)
+        self.accept("LIKE")
+        pattern = None if self.done() else self.string()
+        self.end()
+        return ShowTables(statement, database, pattern)
 
     def unset_properties(self) -> Statement:
         self.expect("ALTER", "TABLE")
