@@ -225,10 +225,13 @@ def test_table_names_through_the_dataframe_apis(spark: Any, sql: Any, tmp_path: 
     assert rows(external) == [(4,)]  # external: only the name went
     sql(f"CREATE TABLE names_again USING delta LOCATION '{external}'")
     assert spark.table("names_again").collect() == [(4,)]
+    sql("ALTER TABLE names_v2 RENAME TO names_renamed")  # managed: its folder moves too
+    assert rows(location(spark, "names_renamed")) == [(1, "a"), (2, "b")]
+    assert not os.path.exists(v2)
     assert [(r.namespace, r.tableName) for r in sql("SHOW TABLES LIKE 'names_*'").collect()] == [
         ("default", "names_again"),
+        ("default", "names_renamed"),
         ("default", "names_saved"),
-        ("default", "names_v2"),
     ]
     sql("DROP TABLE names_saved")
     assert not os.path.exists(saved)  # managed: the files went too

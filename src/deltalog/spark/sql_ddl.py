@@ -50,6 +50,8 @@ def _alter_one(spark: Any, target: names.Target, action: exp.Expression) -> None
         for constraint in action.expressions:
             check = constraint.expressions[0]
             add_constraint(spark, target, constraint.name, check.this.sql(dialect=DIALECT))
+    elif isinstance(action, exp.AlterRename) and target.entry is not None:
+        rename(spark, target, action.this)
     elif isinstance(action, exp.Drop) and str(action.args.get("kind", "")).upper() == "CONSTRAINT":
         for name in action.args.get("tables") or ():
             drop_constraint(target, name.name, if_exists=bool(action.args.get("exists")))
@@ -59,7 +61,7 @@ def _alter_one(spark: Any, target: names.Target, action: exp.Expression) -> None
             f"ALTER TABLE {target.display} {action.sql(dialect=DIALECT)} is not supported by "
             "deltalog's SQL.",
             table=target.path,
-            help="supported: SET/UNSET TBLPROPERTIES, ADD COLUMNS, ADD/DROP CONSTRAINT.",
+            help="supported: SET/UNSET TBLPROPERTIES, ADD COLUMNS, ADD/DROP CONSTRAINT, RENAME TO.",
         )
 
 
@@ -161,6 +163,37 @@ def drop_constraint(target: names.Target, name: str, *, if_exists: bool) -> None
         return replace(snapshot.metadata, configuration=conf)
 
     _commit_metadata(target, change, Operation("DROP CONSTRAINT", {"name": name}))
+
+
+def rename(spark: Any, target: names.Target, new_name: exp.Expression) -> None:
+    """``ALTER TABLE a RENAME TO b``: the name moves; a managed table's folder moves to the
+    new name's place in the warehouse (as Spark's session catalog does), an external table
+    stays where it is.
+
+    Raises:
+        DeltaWriteError: ``TABLE_OR_VIEW_ALREADY_EXISTS`` when ``b`` is taken.
+    """
+    import os
+
+    from deltalog.catalog import TableEntry, already_exists
+    from deltalog.delta_log import DeltaLog
+
+    old = target.entry
+    assert old is not None
+    ref = table_ref(new_name) if isinstance(new_name, exp.Table) else None
+    if ref is None or ref.path is not None:
+        raise errors.invalid_argument(f"RENAME TO needs a table name, not {new_name.sql()}")
+    database, name = names.split_name(spark, ref.name)
+    registry = names.catalog(spark)
+    if registry.lookup(database, name) is not None:
+        raise already_exists(database, name)
+    location = registry.managed_location(database, name) if old.managed else old.location
+    if old.managed:
+        os.makedirs(os.path.dirname(location), exist_ok=True)
+        os.rename(old.location, location)
+    registry.register(TableEntry(database, name, location, old.managed))
+    registry.drop(old.database, old.name, purge_managed=False)
+    DeltaLog.clear_cache()
 
 
 def drop(spark: Any, statement: Parsed) -> Any:
