@@ -14,6 +14,7 @@ Spark's session catalog.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -114,6 +115,13 @@ class Catalog:
         if entry.managed and purge_managed:
             shutil.rmtree(local_path(entry.location), ignore_errors=True)
         return entry
+
+    def has_name(self, name: str) -> bool:
+        """Whether any database has a table ``name`` (a cheap check before resolving an
+        unqualified name, which needs the session's current database)."""
+        if not self._root.is_dir() or not name or "/" in name or name.startswith("."):
+            return False
+        return any(self._root.glob(f"*/{glob.escape(name.lower())}.json"))
 
     def tables(self, database: str) -> list[TableEntry]:
         """Every entry of ``database``, by name."""

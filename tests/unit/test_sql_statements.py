@@ -171,6 +171,7 @@ def test_catalog_names_survive_a_new_instance(tmp_path: Path) -> None:
     assert again.lookup("DEFAULT", "events") == TableEntry("default", "events", managed, True)
     assert [e.name for e in again.tables("sales")] == ["ext"]
     assert again.lookup("default", "missing") is None
+    assert again.has_name("EXT") and not again.has_name("missing")
     with pytest.raises(errors.DeltaWriteError, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
         again.register(TableEntry("default", "events", "/x", managed=False))
     again.register(TableEntry("default", "events", "/x", managed=False), replace=True)

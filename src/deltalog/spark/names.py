@@ -76,8 +76,11 @@ def resolve(spark: Any, ref: TableRef) -> Target | None:
         return Target(ref.path)
     if len(ref.name) > 3 or (len(ref.name) == 3 and ref.name[0].lower() != _SESSION_CATALOG):
         return None
+    registry = catalog(spark)
+    if len(ref.name) == 1 and not registry.has_name(ref.name[0]):
+        return None  # not ours in any database: no need to ask for the current one
     database, table = split_name(spark, ref.name)
-    entry = catalog(spark).lookup(database, table)
+    entry = registry.lookup(database, table)
     return None if entry is None else Target(entry.location, entry)
 
 
