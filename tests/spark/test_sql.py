@@ -19,6 +19,7 @@ import pytest
 
 import deltalog
 from deltalog import errors
+from deltalog.spark import names
 from deltalog.spark.tables import DETAIL_SCHEMA, HISTORY_SCHEMA
 from deltalog.tables import DeltaTable
 from tests.conformance.rows import oracle_rows
@@ -215,6 +216,9 @@ def test_table_names_through_the_dataframe_apis(spark: Any, sql: Any, tmp_path: 
         "k", "INT"
     ).execute()
     sql("INSERT INTO names_db.ext VALUES (4)")
+    sql(f"CREATE TABLE names_db.made (k INT) USING delta LOCATION '{tmp_path / 'made'}'")
+    assert [e.name for e in names.catalog(spark).tables("names_db")] == ["ext", "made"]
+    assert names.catalog(spark).lookup("default", "made") is None  # no stray entry
     other = spark.newSession()  # another session on the same warehouse sees the names
     assert DeltaTable.forName(other, "names_db.ext").toDF().collect() == [(4,)]
     assert [r.operation for r in DeltaTable.forName(other, "names_db.ext").history().collect()] == [
@@ -223,6 +227,8 @@ def test_table_names_through_the_dataframe_apis(spark: Any, sql: Any, tmp_path: 
     ]
     sql("DROP TABLE names_db.ext")
     assert rows(external) == [(4,)]  # external: only the name went
+    with pytest.raises(errors.DeltaWriteError, match="DELTA_CREATE_TABLE_SCHEME_MISMATCH"):
+        sql(f"CREATE TABLE names_again (other INT) USING delta LOCATION '{external}'")
     sql(f"CREATE TABLE names_again USING delta LOCATION '{external}'")
     assert spark.table("names_again").collect() == [(4,)]
     sql("ALTER TABLE names_v2 RENAME TO names_renamed")  # managed: its folder moves too

@@ -331,11 +331,13 @@ def _create_from_columns(
     from deltalog.spark.tables import DeltaTable, DeltaTableBuilder
 
     columns = schema_node.expressions if isinstance(schema_node, exp.Schema) else []
-    if not columns and kind != "create_or_replace" and DeltaTable.isDeltaTable(spark, target.path):
+    exists = DeltaTable.isDeltaTable(spark, target.path)
+    if exists and target.entry is not None and kind != "create_or_replace":
+        _check_same_columns(target, [c.name for c in columns])
         return  # a name for the table already at LOCATION
     builder = DeltaTableBuilder(spark, kind).location(target.path)
     if target.entry is not None:
-        builder = builder.tableName(target.entry.name)
+        builder = builder.tableName(f"{target.entry.database}.{target.entry.name}")
     for column in columns:
         builder = _add_column(builder, column)
     builder = builder.partitionedBy(props["partitioned_by"]).clusterBy(props["cluster_by"])
@@ -349,6 +351,27 @@ def _create_from_columns(
             "Delta table"
         )
     builder.execute()
+
+
+def _check_same_columns(target: names.Target, columns: list[str]) -> None:
+    """CREATE TABLE naming an existing table at LOCATION: given columns must be its own.
+
+    Raises:
+        DeltaWriteError: ``DELTA_CREATE_TABLE_SCHEME_MISMATCH``.
+    """
+    from deltalog.delta_log import DeltaLog
+
+    if not columns:
+        return
+    existing = [f.name for f in DeltaLog.for_table(target.path).update().schema.fields]
+    if [c.lower() for c in columns] != [c.lower() for c in existing]:
+        raise errors.DeltaWriteError(
+            "DELTA_CREATE_TABLE_SCHEME_MISMATCH",
+            f"The specified columns ({', '.join(columns)}) do not match the existing columns at "
+            f"{target.path} ({', '.join(existing)}).",
+            table=target.path,
+            help="omit the columns to name the existing table, or use another LOCATION.",
+        )
 
 
 def _add_column(builder: Any, column: exp.Expression) -> Any:
