@@ -45,7 +45,7 @@ def location(spark: Any, name: str) -> str:
 def test_dml_and_reads_on_a_named_table(spark: Any, sql: Any) -> None:
     sql(
         "CREATE TABLE dml_events (id BIGINT, p STRING, v INT) USING delta PARTITIONED BY (p) "
-        "TBLPROPERTIES ('delta.appendOnly' = 'false')"
+        "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
     )
     path = location(spark, "dml_events")
     assert path.startswith(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
