@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -25,7 +26,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
-        if "spark" in fixtures or "connect_spark" in fixtures:
+        if "spark" in fixtures or "connect_spark" in fixtures or "_connect_session" in fixtures:
             item.add_marker(pytest.mark.xdist_group("spark"))
 
 
@@ -50,12 +51,15 @@ def copy_table(tmp_path: Path) -> Any:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    """A classic local[2] session shared by every Spark test of the run."""
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A classic local[2] session shared by every Spark test of the run; its warehouse (where
+    managed tables and deltalog's table names live) is a temporary folder."""
     from pyspark.sql import SparkSession
 
+    warehouse = tmp_path_factory.mktemp("warehouse")
     session = (
         SparkSession.builder.master("local[2]")
+        .config("spark.sql.warehouse.dir", str(warehouse))
         .appName("deltalog-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -69,15 +73,37 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
+@pytest.fixture
+def connect_spark(_connect_session: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A Spark Connect session for the Connect tier. During the test PySpark's functions build
+    Connect columns (``SPARK_CONNECT_MODE_ENABLED``, as in a Connect-only process); the test
+    must not use the classic session."""
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+    return _connect_session
+
+
 @pytest.fixture(scope="session")
-def connect_spark(spark: Any) -> Iterator[Any]:
-    """A Spark Connect session (in-process server on local[2]) for the Connect tier.
+def _connect_session(spark: Any) -> Iterator[Any]:
+    """The Connect session, served by the classic session's own JVM.
 
-    Started after the classic session is stopped would cost a second JVM start; instead it runs
-    beside it, so Connect tests share the same machine budget.
+    PySpark refuses ``builder.remote("local")`` while a classic session runs, and a second JVM
+    would cost a second start; instead Spark Connect's gRPC service is started on the running
+    SparkContext (on a free port) and a Connect client talks to it.
     """
-    from pyspark.sql import SparkSession
+    import socket
 
-    session = SparkSession.builder.remote("local[2]").appName("deltalog-connect").getOrCreate()
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sc = spark.sparkContext._jsc.sc()
+    sc.conf().set("spark.connect.grpc.binding.port", str(port))
+    service = spark._jvm.org.apache.spark.sql.connect.service.SparkConnectService
+    service.start(sc)
+    session = ConnectSession.builder.remote(f"sc://localhost:{port}").getOrCreate()
     yield session
     session.stop()
+    with contextlib.suppress(Exception):  # the JVM ends with the classic session anyway
+        # Scala's default arguments, by their JVM names
+        service.stop(getattr(service, "stop$default$1")(), getattr(service, "stop$default$2")())

@@ -44,6 +44,7 @@ _LAZY: dict[str, str] = {
     "InMemoryLogReplay": "deltalog.log.replay",
     "LogSegment": "deltalog.log.segment",
     "Snapshot": "deltalog.snapshot",
+    "configure_spark_with_delta_pip": "deltalog.spark.configure",
 }
 
 
@@ -77,6 +78,7 @@ __all__ = [
     "RemoveFile",
     "SetTransaction",
     "Snapshot",
+    "configure_spark_with_delta_pip",
     "delete",
     "merge",
     "optimize",
@@ -188,6 +190,7 @@ def register(spark: object) -> str:
     from deltalog.spark.session import ensure_worker_python
 
     ensure_worker_python(spark)
+    _install_sql()
     if importlib.util.find_spec("pyspark.sql.datasource") is None:
         from deltalog.spark.bridge import install
 
@@ -196,3 +199,14 @@ def register(spark: object) -> str:
     from deltalog.spark.source import register as register_source
 
     return register_source(spark)
+
+
+def _install_sql() -> None:
+    """Delta's SQL through ``spark.sql`` and table names (needs sqlglot, the ``spark`` extra)."""
+    import importlib.util
+
+    if importlib.util.find_spec("sqlglot") is None:
+        return
+    from deltalog.spark.sql import install
+
+    install()

@@ -15,8 +15,8 @@ format goes to PySpark's own methods unchanged.
 ``readStream``/``writeStream`` with the Delta format are bridged too
 (:mod:`deltalog.spark.stream_bridge`).
 
-``saveAsTable`` with the Delta format is not bridged yet (table names come with the catalog
-work); it raises a typed error saying to use ``save(path)``.
+``saveAsTable`` with the Delta format, and ``saveAsTable`` / ``insertInto`` of a name that is a
+Delta table in deltalog's catalog, go to :mod:`deltalog.spark.table_writes`.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ def install(format_name: str, *, reads: bool = False) -> None:
         _wrap_builder(cls)
         setattr(cls, "save", _bridged_save(getattr(cls, "save")))  # noqa: B009, B010
         setattr(cls, "saveAsTable", _bridged_save_as_table(getattr(cls, "saveAsTable")))  # noqa: B009, B010
+        setattr(cls, "insertInto", _bridged_insert_into(getattr(cls, "insertInto")))  # noqa: B009, B010
         setattr(cls, "_deltalog_bridged", True)  # noqa: B010
     from deltalog.spark.stream_bridge import install_streaming
 
@@ -195,18 +196,58 @@ def _bridged_save(original: Callable[..., Any]) -> Callable[..., Any]:
 def _bridged_save_as_table(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def save_as_table(
-        self: Any, name: str, format: str | None = None, *args: Any, **kw: Any
+        self: Any,
+        name: str,
+        format: str | None = None,
+        mode: str | None = None,
+        partitionBy: str | list[str] | None = None,
+        **options: Any,
     ) -> None:
-        if not _is_delta(_state(self), format):
-            return original(self, name, format, *args, **kw)
-        raise errors.UnsupportedFeatureError(
-            "DELTA_SAVE_AS_TABLE_UNSUPPORTED",
-            f"saveAsTable({name!r}) with the Delta format needs catalog support, which deltalog "
-            "does not have yet.",
-            help="write to a path with .save(path) and read it with DeltaTable.forPath.",
+        state = _state(self)
+        df = _dataframe(self)
+        if not _is_delta(state, format) and not _names_delta_table(df, name, state, format):
+            return original(self, name, format, mode, partitionBy, **options)
+        from deltalog.spark.table_writes import save_as_table as run
+
+        columns = state["partition_by"]
+        if partitionBy is not None:
+            columns = [partitionBy] if isinstance(partitionBy, str) else list(partitionBy)
+        run(
+            df,
+            name,
+            mode=mode or state["mode"],
+            partition_by=columns,
+            options={**state["options"], **options},
         )
+        return None
 
     return save_as_table
+
+
+def _names_delta_table(df: Any, name: str, state: dict[str, Any], format_arg: str | None) -> bool:
+    """No format given and ``name`` is a Delta table in deltalog's catalog (Spark would use
+    the existing table's provider)."""
+    if format_arg is not None or state["format"] is not None or not _FORMATS:
+        return False
+    try:
+        from deltalog.spark.table_writes import is_delta_name
+    except ImportError:  # sqlglot (the spark extra) missing: no table names
+        return False
+    return is_delta_name(df.sparkSession, name)
+
+
+def _bridged_insert_into(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def insert_into(self: Any, tableName: str, overwrite: bool | None = None) -> None:
+        df = _dataframe(self)
+        if not _names_delta_table(df, tableName, {"format": None}, None):
+            return original(self, tableName, overwrite)
+        from deltalog.spark.table_writes import insert_into as run
+
+        run(df, tableName, overwrite=bool(overwrite) or (_state(self)["mode"] == "overwrite"))
+        return None
+
+    return insert_into
 
 
 def _dataframe(writer: Any) -> Any:

@@ -282,7 +282,12 @@ class MergeCommand:
                 wanted |= {n.lower() for n in source_schema.names}
             else:
                 wanted |= {k.strip("`").rsplit(".", 1)[-1].lower() for k in clause.assignments}
-        new = [f for f in source_schema.fields if f.name.lower() in wanted - known]
+        # Added columns are nullable, as in delta-spark: existing rows have no value for them.
+        new = [
+            replace(f, nullable=True)
+            for f in source_schema.fields
+            if f.name.lower() in wanted - known
+        ]
         if not new:
             return schema
         metadata = evolved_metadata(self.txn, StructType(tuple(new)))

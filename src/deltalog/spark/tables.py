@@ -101,12 +101,29 @@ class DeltaTable:
         return cls(sparkSession, log)
 
     @classmethod
+    def forName(cls, sparkSession: SparkSession, tableOrViewName: str) -> DeltaTable:
+        """The table named ``tableOrViewName`` (``db.t``, ``t`` or ``delta.`/path```) in
+        deltalog's catalog (:mod:`deltalog.catalog`).
+
+        Raises:
+            TableNotFoundError: ``TABLE_OR_VIEW_NOT_FOUND`` for a name deltalog does not hold.
+        """
+        from deltalog.catalog import not_found
+        from deltalog.spark.names import resolve_identifier
+
+        target = resolve_identifier(sparkSession, tableOrViewName)
+        if target is None:
+            raise not_found(tableOrViewName)
+        return cls.forPath(sparkSession, target.path)
+
+    @classmethod
     def isDeltaTable(cls, sparkSession: SparkSession, identifier: str) -> bool:
-        """Whether ``identifier`` (a path) holds a Delta table."""
+        """Whether ``identifier`` (a path, or a table name in deltalog's catalog) holds a
+        Delta table."""
         try:
             DeltaLog.for_table(identifier).update()
         except errors.TableNotFoundError:
-            return False
+            return _names_delta_table(sparkSession, identifier)
         return True
 
     @classmethod
@@ -364,6 +381,19 @@ class DeltaTable:
         return self._spark.createDataFrame([row], DETAIL_SCHEMA)
 
 
+def _names_delta_table(spark: SparkSession, identifier: str) -> bool:
+    """Whether ``identifier`` is a table name (not a path) deltalog's catalog holds."""
+    if "/" in identifier or ":" in identifier:
+        return False
+    try:
+        from deltalog.spark.table_writes import is_delta_name
+    except ImportError:  # sqlglot (the spark extra) missing: no table names
+        return False
+    return is_delta_name(spark, identifier) and DeltaTable.isDeltaTable(
+        spark, DeltaTable.forName(spark, identifier)._log.table_root
+    )
+
+
 def read_table(
     spark: SparkSession,
     path: str,
@@ -494,8 +524,8 @@ class DeltaTableBuilder:
         self._comment: str | None = None
 
     def tableName(self, identifier: str) -> DeltaTableBuilder:
-        """The table's name (kept as ``metaData.name``; a location is still required until
-        deltalog has catalog support)."""
+        """The table's name in deltalog's catalog: without :meth:`location` a managed table
+        under the warehouse, with one an external table."""
         self._name = identifier
         return self
 
@@ -570,10 +600,13 @@ class DeltaTableBuilder:
         """
         from deltalog.commands.create_table import TableSpec, create_table
 
+        target = self._named_target()
+        if target is not None:
+            self._location = target.path
         if self._location is None:
             raise errors.invalid_argument(
-                "a location is required: deltalog creates path-based tables "
-                "(.location('/path/to/table'))"
+                "a location or a table name is required: .location('/path/to/table') or "
+                ".tableName('db.t')"
             )
         if not self._fields and self._kind != "create_if_not_exists":
             raise errors.invalid_argument("a table needs at least one column (addColumn)")
@@ -588,7 +621,24 @@ class DeltaTableBuilder:
         )
         if self._fields or self._kind != "create_if_not_exists":
             create_table(self._location, self._kind, spec)
+        if target is not None and target.entry is not None:
+            from deltalog.spark.names import catalog
+
+            catalog(self._spark).register(target.entry, replace=True)
         return DeltaTable.forPath(self._spark, self._location)
+
+    def _named_target(self) -> Any:
+        """Where a named table lives: its catalog entry's location, else the given location
+        (external) or the warehouse (managed); ``None`` without a name."""
+        if self._name is None:
+            return None
+        from deltalog.spark.names import Target, new_target, parse_identifier, resolve
+
+        ref = parse_identifier(self._name)
+        existing = resolve(self._spark, ref) if self._location is None else None
+        if existing is not None and existing.entry is not None:
+            return Target(existing.path, existing.entry)
+        return new_target(self._spark, ref, self._location)[0]
 
     def _type_json(self, data_type: str | T.DataType) -> Any:
         if isinstance(data_type, T.DataType):
