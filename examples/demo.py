@@ -9,9 +9,12 @@ delta-spark user calls. Each run is a new day of a simulated shop; the tables st
 (``--dir``, default ``$DELTALOG_DEMO_DIR`` or ``<tmp>/deltalog-demo``; ``--reset`` starts over;
 ``--runs N`` does N days), so a second run adds new events and new versions.
 
-1. bronze: a few hundred raw order events (seeded by the run number; some delivered twice) are
-   appended to ``bronze/events`` (partitioned by ``day``, change data feed and deletion vectors
-   on). The append is idempotent: ``txnAppId``/``txnVersion`` = the run number.
+1. bronze: a few hundred raw order events (seeded by the run number; some delivered twice) land
+   as a JSON-lines file in ``landing/``, and a Structured Streaming query
+   (``readStream.json`` → ``writeStream.format("delta")``, ``trigger(availableNow=True)``, its
+   checkpoint in ``_checkpoints/bronze``) appends every new file to ``bronze/events``
+   (partitioned by ``day``, change data feed and deletion vectors on), exactly once: each
+   micro-batch is one commit carrying the query's ``txn``.
 2. silver: bronze's change feed since the last processed bronze version is deduplicated (one
    row per order, its latest event) and MERGEd into ``silver/orders`` (deletion vectors and the
    change data feed on). The last processed bronze version travels in the MERGE's own rows
@@ -25,13 +28,15 @@ delta-spark user calls. Each run is a new day of a simulated shop; the tables st
 4. history, time travel (the forgotten user is still there before the DELETE), and a check that
    delta-rs (the ``deltalake`` package) reads the same rows from all three tables.
 
-OPTIMIZE and VACUUM are not in deltalog yet (they come with the maintenance issue).
+5. maintenance: OPTIMIZE compacts bronze's small files, and VACUUM lists (dry run) what it
+   would delete.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import random
 import shutil
@@ -60,8 +65,8 @@ EVENT_SCHEMA = (
     "order_id long, user_id string, status string, amount double, order_day date, "
     "ts timestamp, day date"
 )  # bronze's columns, in order
+EVENT_SCHEMA_NAMES = [c.split()[0] for c in EVENT_SCHEMA.split(", ")]
 STATUS_BY_AGE = {1: "paid", 2: "shipped", 3: "delivered"}  # how an order moves on, by age
-INGEST_APP = "demo-ingest"  # bronze's txnAppId: its txnVersion is the run number
 GOLD_APP = "demo-gold"  # gold's txnAppId: its txnVersion is the silver version it has seen
 SHOWN_METRICS = (
     "numOutputRows",
@@ -149,6 +154,8 @@ class Tables:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.landing = root / "landing"  # where the raw event files arrive
+        self.bronze_checkpoint = str(root / "_checkpoints" / "bronze")
         self.bronze = str(root / "bronze" / "events")
         self.silver = str(root / "silver" / "orders")
         self.gold = str(root / "gold" / "daily_orders")
@@ -263,21 +270,52 @@ def raw_events(run: int) -> list[tuple[Any, ...]]:
     return events
 
 
-def bronze_stage(spark: SparkSession, t: Tables, run: int) -> int:
-    """Append day ``run``'s raw events; returns how many landed."""
+def landed_runs(t: Tables) -> int:
+    """How many days of raw events have landed (one file per run)."""
+    return len(list(t.landing.glob("events-*.json"))) if t.landing.exists() else 0
+
+
+def land_events(t: Tables, run: int) -> int:
+    """Day ``run``'s raw events as one JSON-lines file in the landing folder, as an upstream
+    system would drop it (written under a hidden name, then renamed: the stream never sees a
+    half-written file). Returns how many events."""
     rows = raw_events(run)
-    (
-        spark.createDataFrame(rows, EVENT_SCHEMA)
-        .write.format("delta")
-        .mode("append")
-        .option("txnAppId", INGEST_APP)
-        .option("txnVersion", run)
-        .save(t.bronze)
-    )
-    progress(
-        "bronze", f"appended {len(rows)} raw events for {day_of(run)} → v{version_of(t.bronze)}"
-    )
+    t.landing.mkdir(parents=True, exist_ok=True)
+    names = EVENT_SCHEMA_NAMES
+    hidden = t.landing / f".events-{run:04d}.json.tmp"
+    with hidden.open("w", encoding="utf-8") as f:
+        for row in rows:
+            record = {
+                k: v.isoformat() if isinstance(v, dt.date) else v
+                for k, v in zip(names, row, strict=True)
+            }
+            f.write(json.dumps(record) + "\n")
+    hidden.rename(t.landing / f"events-{run:04d}.json")
     return len(rows)
+
+
+def bronze_stage(spark: SparkSession, t: Tables, run: int) -> int:
+    """Land day ``run``'s raw events and stream every new landed file into bronze; returns how
+    many events landed."""
+    landed = land_events(t, run)
+    before = version_of(t.bronze)
+    query = (
+        spark.readStream.schema(EVENT_SCHEMA)
+        .json(str(t.landing))
+        .writeStream.format("delta")
+        .option("checkpointLocation", t.bronze_checkpoint)
+        .trigger(availableNow=True)
+        .start(t.bronze)
+    )
+    query.awaitTermination()
+    batches = DeltaTable.forPath(spark, t.bronze).history().where(f"version > {before}")
+    appended = sum(int(r["operationMetrics"]["numOutputRows"]) for r in batches.collect())
+    progress(
+        "bronze",
+        f"{landed} raw events landed for {day_of(run)}; the stream appended {appended} rows in "
+        f"{version_of(t.bronze) - before} micro-batch commit(s) → v{version_of(t.bronze)}",
+    )
+    return landed
 
 
 def last_merged_bronze_version(spark: SparkSession, t: Tables) -> int:
@@ -501,7 +539,7 @@ def maintenance_stage(spark: SparkSession, t: Tables) -> None:
 def run_pipeline(spark: SparkSession, t: Tables) -> bool:
     timings: dict[str, float] = {}
     create_tables(spark, t)
-    run = (DeltaLog.for_table(t.bronze).update().transaction_version(INGEST_APP) or 0) + 1
+    run = landed_runs(t) + 1
     section(f"part 2: the pipeline, run {run} (day {day_of(run)}) in {t.root}")
     with stage("bronze", timings):
         landed = bronze_stage(spark, t, run)
