@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from deltalog import DeltaLog, errors
+from deltalog.spark.bridge import load_with_python_source
 from deltalog.spark.scan import read_snapshot, spark_file_uri
 from deltalog.spark.session import to_arrow
 from deltalog.tables import DeltaTable, read_table
@@ -53,7 +54,8 @@ VARIANT = {
 EDGE_TIMESTAMPS = "delta-rs/table_with_edge_timestamps"
 
 
-ENTRIES = ["toDF", "format"]
+# spark.read.format("delta") (the bridge: toDF()'s plan) and the Python data source behind it.
+ENTRIES = ["format", "source"]
 
 
 HAS_DATA_SOURCES = importlib.util.find_spec("pyspark.sql.datasource") is not None
@@ -76,14 +78,15 @@ def source_name(spark: Any) -> str:
 def ours(
     spark: Any, root: str, version: int | None = None, entry: str = "toDF", source: str = "delta"
 ) -> Any:
-    """The rows through one entry point: the JVM scan (toDF) or the Python data source."""
-    if entry == "format":
-        if not HAS_DATA_SOURCES:
+    """The rows through one entry point: toDF()'s scan, ``spark.read.format`` (the bridge,
+    normally the same scan) or the Python data source."""
+    if entry in ("format", "source"):
+        if entry == "source" and not HAS_DATA_SOURCES:
             pytest.skip("Python data sources need PySpark 4.0+")
         reader = spark.read.format(source)
         if version is not None:
             reader = reader.option("versionAsOf", str(version))
-        return reader.load(root)
+        return load_with_python_source(reader, root) if entry == "source" else reader.load(root)
     log = DeltaLog(root)
     snapshot = log.update() if version is None else log.get_snapshot_at(version)
     return read_snapshot(spark, snapshot, log.store)
@@ -91,7 +94,7 @@ def ours(
 
 def expect_error(entry: str, error_class: str) -> Any:
     """Our typed error, or (through the data source) Spark's wrapper naming it."""
-    if entry == "toDF":
+    if entry != "source":
         return pytest.raises(errors.DeltaError, match=error_class)
     return pytest.raises(Exception, match=error_class)
 
@@ -100,7 +103,7 @@ def expect_error(entry: str, error_class: str) -> Any:
 @pytest.mark.parametrize("rel", discover_tables())
 def test_rows_match_deltalake(spark: Any, source_name: str, rel: str, entry: str) -> None:
     root = str(TABLES / rel)
-    if entry == "format" and not HAS_DATA_SOURCES:
+    if entry == "source" and not HAS_DATA_SOURCES:
         pytest.skip("Python data sources need PySpark 4.0+")
     if SPARK_3 and rel.startswith("delta-golden/type-widening"):
         with expect_error(entry, "needs Spark 4.0"):

@@ -1,13 +1,15 @@
-"""``spark.read.format("delta")``: a Python data source (Spark >= 4.0) over deltalog snapshots.
+"""The Delta format as a Python data source (Spark >= 4.0) over deltalog snapshots.
+
+``spark.read.format("delta").load(path)`` gets the plan of ``DeltaTable.toDF()`` (Spark's own
+parquet scan, :mod:`deltalog.spark.reads`); this source serves what only it can read (paths
+Spark's file source cannot take, a user-specified schema) and
+:func:`deltalog.spark.bridge.load_with_python_source`.
 
 The driver resolves the snapshot (``versionAsOf`` / ``timestampAsOf``, delta-spark's option names,
 case-insensitive) and plans one task per data file: its path, typed partition values and deletion
 vector. Executors read each file with pyarrow, drop deleted rows, map physical columns to logical
 ones (by name or parquet field id, nested too), cast to the table's current types (type widening)
 and add the partition columns.
-
-This entry point is the convenient one (works wherever Python data sources do, incl. Spark
-Connect); ``DeltaTable.forPath(...).toDF()`` uses Spark's JVM parquet reader and is faster.
 
 No filter pushdown: with ``spark.sql.python.filterPushdown.enabled`` PySpark 4.3 reuses a scan
 pruned for one query in later queries of the same source (checked: an unfiltered count after a
@@ -24,7 +26,6 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from deltalog import errors
 from deltalog.actions import DeletionVectorDescriptor
 from deltalog.change_data_feed import (
     CdfBounds,
@@ -43,21 +44,10 @@ from deltalog.schema import (
     StructType,
     parse_schema,
 )
+from deltalog.spark.reads import read_options, snapshot_for
 from deltalog.spark.schema import to_spark_schema
 from deltalog.storage import store_for
-from deltalog.timestamps import parse_timestamp
 
-READ_OPTIONS = {
-    "path",
-    "versionasof",
-    "timestampasof",
-    "readchangefeed",
-    "readchangedata",
-    "startingversion",
-    "startingtimestamp",
-    "endingversion",
-    "endingtimestamp",
-}
 _FIELD_ID = b"PARQUET:field_id"
 
 
@@ -72,7 +62,7 @@ def register(spark: Any) -> str:
     name = "deltalog" if _jvm_delta_present(spark) else "delta"
     source = DeltaDataSource if name == "delta" else DeltalogDataSource
     spark.dataSource.register(source)
-    install(name)
+    install(name, reads=True)
     return name
 
 
@@ -136,31 +126,12 @@ class DeltaDataSource(DataSource):
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
-        opts = {k.lower(): v for k, v in options.items()}
-        unknown = sorted(set(opts) - READ_OPTIONS)
-        if unknown:
-            raise errors.invalid_argument(f"Unknown option(s) for the delta format: {unknown}")
-        if "path" not in opts:
-            raise errors.invalid_argument("'path' is not specified: use .load(path)")
+        opts = read_options(options)
         self._cdf: ChangePlan | None = None
         if is_cdc_read(opts):
             self._plan_changes(opts)
             return
-        if "versionasof" in opts and "timestampasof" in opts:
-            raise errors.invalid_argument("Cannot specify both versionAsOf and timestampAsOf")
-        log = DeltaLog.for_table(opts["path"])
-        if "versionasof" in opts:
-            try:
-                version = int(opts["versionasof"])
-            except ValueError:
-                raise errors.invalid_argument(
-                    f"versionAsOf must be an integer, not {opts['versionasof']!r}"
-                ) from None
-            snapshot = log.get_snapshot_at(version)
-        elif "timestampasof" in opts:
-            snapshot = log.get_snapshot_at_timestamp(parse_timestamp(opts["timestampasof"]))
-        else:
-            snapshot = log.update()
+        snapshot = snapshot_for(opts)
         self._table_root = snapshot.table_root
         self._schema_json = snapshot.schema.to_json()
         self._partition_columns = list(snapshot.partition_columns)
@@ -181,11 +152,6 @@ class DeltaDataSource(DataSource):
 
     def _plan_changes(self, opts: dict[str, str]) -> None:
         """A change-feed read: the plan's file reads become the tasks."""
-        if "versionasof" in opts or "timestampasof" in opts:
-            raise errors.invalid_argument(
-                "versionAsOf/timestampAsOf do not apply to a change data feed read: use "
-                "startingVersion/endingVersion or startingTimestamp/endingTimestamp"
-            )
         log = DeltaLog.for_table(opts["path"])
         plan = plan_changes(
             log, resolve_range(log, CdfBounds.from_options(opts, table=log.table_root))
@@ -281,8 +247,11 @@ def read_file(
 
 def _jvm_delta_present(spark: Any) -> bool:
     """Whether the session resolves ``format("delta")`` to a JVM source (delta-spark)."""
+    from deltalog.spark.bridge import load_with_python_source
+
     try:
-        spark.read.format("delta").load("/deltalog-probe-path-that-does-not-exist").schema  # noqa: B018
+        probe = "/deltalog-probe-path-that-does-not-exist"
+        load_with_python_source(spark.read.format("delta"), probe).schema  # noqa: B018
     except Exception as e:  # the analyzer answers without running a job
         message = str(e)
         if "PYTHON_DATA_SOURCE" in message:  # our own source, registered earlier
