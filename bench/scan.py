@@ -7,9 +7,11 @@ Tables (cached under bench/_data), hive-partitioned by ``day``, one commit with 
 * ``large``: 20 files of 50,000 rows (1M rows);
 * ``small``: 4,000 files of 25 rows.
 
-For each table and entry point it prints the median time of ``count()``, ``sum(value)`` and the
-first row (``limit(1).collect()``), each including building the DataFrame, and its ratio to
-``spark.read.parquet(dir)`` (target: at most 1.25). The breakdown says where the time goes: log
+For each table and entry point (``toDF()``, ``spark.read.format("delta")`` latest and with
+``versionAsOf``, and the Python data source, which ``format("delta")`` used to be) it prints the
+median time of ``count()``, ``sum(value)`` and the first row (``limit(1).collect()``), each
+including building the DataFrame, and its ratio to ``spark.read.parquet(dir)`` (target: at most
+1.25); the entries take turns, so the load of a shared machine falls on all alike. The breakdown says where the time goes: log
 replay (the snapshot), scan planning on top of it, the Spark job, and collecting the first row to
 the driver. ``--quick`` uses 5 large files and 1,000 small ones. Run: ``python bench/scan.py``.
 """
