@@ -7,7 +7,8 @@ on, then 100 commits written by deltalake: 50 appends of 1,000 rows, 25 deletes 
 For the ranges [1, 100] (the 100 commits) and [0, 100] (plus the 1M-row first write) it prints
 the time to the full result (count, and rows to Arrow on the driver) for ``read_changes``
 (Spark's parquet reader), ``spark.read.format("delta").option("readChangeFeed", "true")`` (the
-Python data source) and deltalake's ``load_cdf``, with ratios. Run by hand:
+same plan, through the reader bridge), the Python data source, and deltalake's ``load_cdf``,
+with ratios (target: at most 2.0), and where ``read_changes`` spends its time. Run by hand:
 ``python bench/cdf.py``.
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from timing import timed  # bench/ is on sys.path when a benchmark runs
 
 HERE = Path(__file__).resolve().parent
@@ -79,6 +81,10 @@ def main() -> None:
     import deltalake
 
     import deltalog
+    from deltalog import DeltaLog
+    from deltalog.change_data_feed import CdfBounds, plan_changes, resolve_range
+    from deltalog.spark.bridge import load_with_python_source
+    from deltalog.spark.changes import changes_to_df
     from deltalog.spark.session import get_or_create_session, to_arrow
     from deltalog.tables import read_changes
 
@@ -89,14 +95,14 @@ def main() -> None:
     spark = get_or_create_session()
     name = deltalog.register(spark)
 
-    def source(start: int, end: int) -> Any:
-        return (
+    def source(start: int, end: int, python: bool = False) -> Any:
+        reader = (
             spark.read.format(name)
             .option("readChangeFeed", "true")
             .option("startingVersion", start)
             .option("endingVersion", end)
-            .load(path)
         )
+        return load_with_python_source(reader, path) if python else reader.load(path)
 
     print(f"{'range':>9}  {'path':<22} {'count':>8} {'ratio':>6} {'to Arrow':>9} {'ratio':>6} rows")
     for start, end in ((1, 100), (0, 100)):
@@ -113,6 +119,7 @@ def main() -> None:
                 spark, path, starting_version=s, ending_version=e
             ),
             "format(delta) CDF": lambda s=start, e=end: source(s, e),
+            "Python source CDF": lambda s=start, e=end: source(s, e, python=True),
         }
         label = f"[{start}, {end}]"
         for entry, build in runs.items():
@@ -125,6 +132,27 @@ def main() -> None:
             )
         print(
             f"{label:>9}  {'deltalake load_cdf':<22} {rs:7.2f}s {1:6.1f} {rs:8.2f}s {1:6.1f} {rs_rows}"
+        )
+        # Where read_changes() goes: the plan from the log, the DataFrame, the job, collecting.
+        log = DeltaLog(path)
+        cdf_range = resolve_range(log, CdfBounds(str(start), None, str(end), None))
+        plan_s, plan = timed(lambda r=cdf_range, lg=log: plan_changes(lg, r))
+        df_s, df = timed(lambda p=plan, lg=log: changes_to_df(spark, p, lg.store))
+        job_s, _ = timed(lambda d=df: d.count())
+        arrow_s, _ = timed(lambda d=df: to_arrow(d))
+        # The floor: Spark's own parquet reader counting the same files (no plan, no joins).
+        by_kind = [
+            plan.files.filter(pc.equal(plan.files["is_cdc"], c))["path"] for c in (False, True)
+        ]
+        paths = [sorted(set(p.to_pylist())) for p in by_kind]
+        floor_s, _ = timed(lambda ps=paths: sum(spark.read.parquet(*p).count() for p in ps if p))
+        print(
+            f"{label:>9}  {'parquet(same files)':<22} {floor_s:7.2f}s {floor_s / rs:6.1f} "
+            "(Spark's own read of the plan's files: the floor of any Spark plan)"
+        )
+        print(
+            f"{label:>9}  breakdown: plan from the log {plan_s:.3f}s ({plan.files.num_rows} file "
+            f"reads), DataFrame {df_s:.3f}s, count job {job_s:.3f}s, rows to Arrow {arrow_s:.3f}s"
         )
     spark.stop()
 

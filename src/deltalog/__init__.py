@@ -178,8 +178,9 @@ def register(spark: object) -> str:
     has delta-spark's JVM source (which then keeps ``"delta"``).
 
     Writes (``df.write.format("delta")``, every mode and option) are bridged on every PySpark.
-    Reads go through a Python data source on PySpark 4.0+, and through the same path as
-    ``DeltaTable.forPath(...).toDF()`` on PySpark 3.5, which has no Python data sources.
+    Reads (``spark.read.format("delta").load(path)``, time travel, ``readChangeFeed``) get the
+    plan of ``DeltaTable.forPath(...).toDF()``, Spark's own parquet scan, on classic and Spark
+    Connect sessions; on PySpark 4.0+ a Python data source serves what only it can read.
 
     On a local session where nothing chose the workers' Python, they run this interpreter
     (:func:`deltalog.spark.session.ensure_worker_python`); a local Spark Connect session whose

@@ -33,7 +33,7 @@ from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logic
 from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.log.filenames import LogFileKind, parse_log_file, version_prefix
 from deltalog.log.history import version_at_timestamp
-from deltalog.log.reader import parse_commit
+from deltalog.log.reader import parse_commits
 from deltalog.paths import resolve
 from deltalog.schema import PrimitiveType, StructField, StructType
 from deltalog.table_properties import TableProperties
@@ -309,9 +309,10 @@ def plan_changes(log: DeltaLog, cdf_range: CdfRange) -> ChangePlan:
         if any(s.column_mapping_mode != "none" for s in mapped):
             schema_snapshot = end_snapshot
         timestamps = {r.version: r.timestamp for r in log.commit_records()}
-        for version, data in _commits(log, cdf_range):
-            commit = parse_commit(data, version, table=log.table_root, file=f"{version}.json")
-            builder.add_commit(cdf_range, commit, timestamps.get(version, 0))
+        # One pass of Arrow's JSON reader over every commit of the range, not one per commit.
+        listed = [(data, v, f"{v}.json") for v, data in _commits(log, cdf_range)]
+        for commit in parse_commits(listed, table=log.table_root):
+            builder.add_commit(cdf_range, commit, timestamps.get(commit.version, 0))
     return ChangePlan(cdf_range, schema_snapshot, builder.files(), builder.rows())
 
 

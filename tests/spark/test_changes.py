@@ -1,6 +1,6 @@
-"""The change data feed on Spark, through both entry points: ``read_changes`` (Spark's parquet
-reader) and ``spark.read.format(...).option("readChangeFeed", "true")`` (the Python data
-source), against deltalake's ``load_cdf``."""
+"""The change data feed on Spark, through both plans: ``read_changes`` (Spark's parquet reader,
+also what ``spark.read.format(...).option("readChangeFeed", "true")`` gets) and the Python data
+source, against deltalake's ``load_cdf``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import deltalog
+from deltalog.spark.bridge import load_with_python_source
 from deltalog.spark.session import to_arrow
 from deltalog.tables import read_changes
 from tests.conformance.cdf import commit_times_from_commit_info, normalize, oracle_changes
@@ -43,7 +44,7 @@ def _via_source(spark: Any, root: str, start: int, end: int | None) -> Any:
     reader = reader.option("startingVersion", start)
     if end is not None:
         reader = reader.option("endingVersion", end)
-    return reader.load(root)
+    return load_with_python_source(reader, root)
 
 
 @pytest.mark.parametrize("rel", sorted(RANGES))

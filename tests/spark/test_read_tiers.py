@@ -63,11 +63,15 @@ spark.conf.set("spark.sql.session.timeZone", "UTC")
 name = deltalog.register(spark)
 out = {}
 # On local-cluster only what runs Python on the executors is read again (the Python data
-# source); the JVM-only paths (toDF, read_table) do not depend on where executors live.
+# source); the JVM-only paths (toDF, read_table, the bridged format("delta") load) do not
+# depend on where executors live. On Connect the bridged load is read.
+from deltalog.spark.bridge import load_with_python_source
+def load(reader, path):
+    return load_with_python_source(reader, path) if mode != "connect" else reader.load(path)
 for root in WHERE:
     out[root] = {
-        "format": canonical(to_arrow(spark.read.format(name).load(root))),
-        "v0": canonical(to_arrow(spark.read.format(name).option("versionAsOf", "0").load(root))),
+        "format": canonical(to_arrow(load(spark.read.format(name), root))),
+        "v0": canonical(to_arrow(load(spark.read.format(name).option("versionAsOf", "0"), root))),
     }
     if mode == "connect":
         out[root]["toDF"] = canonical(to_arrow(DeltaTable.forPath(spark, root).toDF()))
@@ -83,7 +87,7 @@ for root in ENGINE_ROOTS:
 cdf = {"readChangeFeed": "true", "startingVersion": "0"}
 # Commit timestamps are left out: deltalake takes them from file times, which a checkout sets.
 out["changes"] = {
-    "format": normalize(to_arrow(spark.read.format(name).options(**cdf).load(CDF_TABLE)),
+    "format": normalize(to_arrow(load(spark.read.format(name).options(**cdf), CDF_TABLE)),
                         with_timestamps=False),
 }
 if mode == "connect":

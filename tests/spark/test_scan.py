@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from deltalog import DeltaLog, errors
+from deltalog.spark.bridge import load_with_python_source
 from deltalog.spark.scan import read_snapshot, spark_file_uri
 from deltalog.spark.session import to_arrow
 from deltalog.tables import DeltaTable, read_table
@@ -51,9 +52,11 @@ VARIANT = {
 }
 # deltalake is wrong: DataFusion overflows 9999-12-30 in nanoseconds (gives 1816-03-28).
 EDGE_TIMESTAMPS = "delta-rs/table_with_edge_timestamps"
+CDF_WITH_DVS = str(TABLES / "delta-rs/cdf-table-with-cdc-and-dvs")
 
 
-ENTRIES = ["toDF", "format"]
+# spark.read.format("delta") (the bridge: toDF()'s plan) and the Python data source behind it.
+ENTRIES = ["format", "source"]
 
 
 HAS_DATA_SOURCES = importlib.util.find_spec("pyspark.sql.datasource") is not None
@@ -76,14 +79,15 @@ def source_name(spark: Any) -> str:
 def ours(
     spark: Any, root: str, version: int | None = None, entry: str = "toDF", source: str = "delta"
 ) -> Any:
-    """The rows through one entry point: the JVM scan (toDF) or the Python data source."""
-    if entry == "format":
-        if not HAS_DATA_SOURCES:
+    """The rows through one entry point: toDF()'s scan, ``spark.read.format`` (the bridge,
+    normally the same scan) or the Python data source."""
+    if entry in ("format", "source"):
+        if entry == "source" and not HAS_DATA_SOURCES:
             pytest.skip("Python data sources need PySpark 4.0+")
         reader = spark.read.format(source)
         if version is not None:
             reader = reader.option("versionAsOf", str(version))
-        return reader.load(root)
+        return load_with_python_source(reader, root) if entry == "source" else reader.load(root)
     log = DeltaLog(root)
     snapshot = log.update() if version is None else log.get_snapshot_at(version)
     return read_snapshot(spark, snapshot, log.store)
@@ -91,7 +95,7 @@ def ours(
 
 def expect_error(entry: str, error_class: str) -> Any:
     """Our typed error, or (through the data source) Spark's wrapper naming it."""
-    if entry == "toDF":
+    if entry != "source":
         return pytest.raises(errors.DeltaError, match=error_class)
     return pytest.raises(Exception, match=error_class)
 
@@ -100,7 +104,7 @@ def expect_error(entry: str, error_class: str) -> Any:
 @pytest.mark.parametrize("rel", discover_tables())
 def test_rows_match_deltalake(spark: Any, source_name: str, rel: str, entry: str) -> None:
     root = str(TABLES / rel)
-    if entry == "format" and not HAS_DATA_SOURCES:
+    if entry == "source" and not HAS_DATA_SOURCES:
         pytest.skip("Python data sources need PySpark 4.0+")
     if SPARK_3 and rel.startswith("delta-golden/type-widening"):
         with expect_error(entry, "needs Spark 4.0"):
@@ -326,3 +330,74 @@ def test_format_options(spark: Any, source_name: str) -> None:
             .load(root)
             .count()
         )
+
+
+def _plan(df: Any) -> str:
+    return str(df._jdf.queryExecution().executedPlan().toString())
+
+
+def test_every_entry_point_plans_sparks_parquet_scan(spark: Any, source_name: str) -> None:
+    """toDF(), format("delta") (latest, time travel, change feed) all plan Spark's own parquet
+    scan; a later filter on the partition column prunes files in that scan."""
+    root = str(TABLES / "delta-golden/dv-partitioned-with-checkpoint")
+    name = "delta" if source_name == "unavailable" else source_name
+    changes = {"readChangeFeed": "true", "startingVersion": "0"}
+    reads = {
+        "toDF": DeltaTable.forPath(spark, root).toDF(),
+        "format": spark.read.format(name).load(root),
+        "versionAsOf": spark.read.format(name).option("versionAsOf", "3").load(root),
+        "changes": spark.read.format(name).options(**changes).load(CDF_WITH_DVS),
+    }
+    for entry, df in reads.items():
+        assert "FileScan parquet" in _plan(df), entry
+    pruned = reads["format"].where("part = 1")
+    assert "PartitionFilters: [isnotnull(part" in _plan(pruned)
+    expected = [r for r in oracle_rows(root).to_pylist() if r["part"] == 1]
+    assert sorted(r.col1 for r in pruned.collect()) == sorted(r["col1"] for r in expected)
+
+
+@pytest.mark.skipif(not HAS_DATA_SOURCES, reason="Python data sources need PySpark 4.0+")
+def test_paths_spark_cannot_read_go_to_the_python_source(
+    spark: Any, source_name: str, tmp_path: Path
+) -> None:
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "t"
+    (root / "_delta_log").mkdir(parents=True)
+    (root / "a:b").mkdir()
+    pq.write_table(pa.table({"id": pa.array([3, 1, 2], pa.int64())}), root / "a:b" / "f.parquet")
+    schema = {
+        "type": "struct",
+        "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}],
+    }
+    actions = [
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {
+            "metaData": {
+                "id": "t",
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": json.dumps(schema),
+                "partitionColumns": [],
+                "configuration": {},
+            }
+        },
+        {
+            "add": {
+                "path": "a%3Ab/f.parquet",
+                "partitionValues": {},
+                "dataChange": True,
+                "size": (root / "a:b" / "f.parquet").stat().st_size,
+                "modificationTime": 0,
+            }
+        },
+    ]
+    log = root / "_delta_log" / f"{0:020d}.json"
+    log.write_text("\n".join(json.dumps(a) for a in actions) + "\n")
+    df = spark.read.format(source_name).load(str(root))
+    assert "FileScan parquet" not in _plan(df)
+    assert sorted(r.id for r in df.collect()) == [1, 2, 3]
+    with pytest.raises(errors.UnsupportedFeatureError, match="DELTA_UNREADABLE_FILE_PATH"):
+        DeltaTable.forPath(spark, str(root)).toDF()

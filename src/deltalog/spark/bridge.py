@@ -1,5 +1,5 @@
-"""``df.write.format("delta")`` (and, on PySpark 3.5, ``spark.read.format("delta")``) exactly
-as delta-spark users write them.
+"""``df.write.format("delta")`` and ``spark.read.format("delta")`` exactly as delta-spark users
+write them.
 
 PySpark hands a Python data source only ``append`` and ``overwrite``, and refuses it with
 ``partitionBy`` and the default ``errorifexists`` mode, so delta-spark's idioms would fail; and
@@ -7,10 +7,11 @@ PySpark 3.5 has no Python data sources at all. Instead, :func:`install` wraps th
 ``DataFrameWriter`` classes (classic and Spark Connect): the builder calls (``format``, ``mode``,
 ``partitionBy``, ``option(s)``) are remembered on the Python side as well as passed on, and
 ``save`` of the registered Delta format runs :func:`deltalog.spark.write.write_dataframe`, which
-implements every mode and option itself. With ``reads=True`` (PySpark 3.5) the
-``DataFrameReader`` is wrapped the same way and ``load`` of the Delta format becomes
-:func:`deltalog.spark.tables.read_table` (or ``read_changes`` for ``readChangeFeed``). Every other
-format goes to PySpark's own methods unchanged.
+implements every mode and option itself. With ``reads=True`` the ``DataFrameReader`` classes
+are wrapped the same way and ``load`` of the Delta format gets the plan of
+``DeltaTable.toDF()`` (Spark's own parquet scan; :func:`deltalog.spark.reads.load`), or the
+change feed's for ``readChangeFeed``; what only the Python data source can read (PySpark 4.0+)
+is handed to it. Every other format goes to PySpark's own methods unchanged.
 
 ``readStream``/``writeStream`` with the Delta format are bridged too
 (:mod:`deltalog.spark.stream_bridge`).
@@ -63,14 +64,32 @@ def _writer_classes() -> list[type]:
     return classes
 
 
-def _install_reader() -> None:
+def _reader_classes() -> list[type]:
     from pyspark.sql.readwriter import DataFrameReader
 
-    if getattr(DataFrameReader, "_deltalog_bridged", False):
-        return
-    _wrap_builder(DataFrameReader)
-    setattr(DataFrameReader, "load", _bridged_load(getattr(DataFrameReader, "load")))  # noqa: B009, B010
-    setattr(DataFrameReader, "_deltalog_bridged", True)  # noqa: B010
+    classes: list[type] = [DataFrameReader]
+    try:
+        from pyspark.sql.connect.readwriter import DataFrameReader as ConnectReader
+    except Exception:  # Connect's client dependencies are optional
+        return classes
+    classes.append(ConnectReader)
+    return classes
+
+
+def _install_reader() -> None:
+    for cls in _reader_classes():
+        if getattr(cls, "_deltalog_bridged", False):
+            continue
+        _wrap_builder(cls)
+        setattr(cls, "load", _bridged_load(getattr(cls, "load")))  # noqa: B009, B010
+        setattr(cls, "_deltalog_bridged", True)  # noqa: B010
+
+
+def load_with_python_source(reader: Any, path: str) -> Any:
+    """``reader.load(path)`` by PySpark's own ``load``: the Python data source serves the
+    Delta format (PySpark 4.0+), whatever the bridge would choose."""
+    load = type(reader).load
+    return getattr(load, "__wrapped__", load)(reader, path)
 
 
 def _bridged_load(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -85,34 +104,33 @@ def _bridged_load(original: Callable[..., Any]) -> Callable[..., Any]:
         state = _state(self)
         if not _is_delta(state, format):
             return original(self, path, format, schema, **options)
-        from deltalog.spark.tables import read_changes, read_table
+        has_source = _has_python_source()
+        if has_source and (schema is not None or state.get("schema") is not None):
+            return original(self, path, format, schema, **options)  # only it takes a schema
+        from deltalog.spark import reads
 
-        opts = {k.lower(): str(v) for k, v in {**state["options"], **options}.items()}
-        target = path or opts.pop("path", None)
-        if not isinstance(target, str):
-            raise errors.invalid_argument("load the Delta format with one path: .load(path)")
-        if opts.get("readchangefeed", opts.get("readchangedata", "false")).lower() == "true":
-            return read_changes(
-                self._spark,
-                target,
-                starting_version=_opt_int(opts.get("startingversion")),
-                starting_timestamp=opts.get("startingtimestamp"),
-                ending_version=_opt_int(opts.get("endingversion")),
-                ending_timestamp=opts.get("endingtimestamp"),
-            )
-        version = _opt_int(opts.get("versionasof"))
-        return read_table(self._spark, target, version=version, timestamp=opts.get("timestampasof"))
+        merged = {**state["options"], **options}
+        if path is not None:
+            if not isinstance(path, str):
+                raise errors.invalid_argument("load the Delta format with one path: .load(path)")
+            merged["path"] = path
+        df = reads.load(_session(self), merged, python_source=has_source)
+        if df is None:  # only the Python data source can read it
+            return original(self, path, format, schema, **options)
+        return df
 
     return load
 
 
-def _opt_int(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise errors.invalid_argument(f"expected an integer, not {value!r}") from None
+def _has_python_source() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("pyspark.sql.datasource") is not None
+
+
+def _session(reader: Any) -> Any:
+    """The session of a reader (classic keeps ``_spark``, Connect ``_client``)."""
+    return reader._spark if hasattr(reader, "_spark") else reader._client
 
 
 def _state(writer: Any) -> dict[str, Any]:
@@ -146,6 +164,7 @@ def _wrap_builder(cls: type) -> None:
         ),
     )
     record("options", lambda s, a, k: s["options"].update(k))
+    record("schema", lambda s, a, k: s.__setitem__("schema", a[0] if a else k.get("schema")))
 
 
 def _columns(args: tuple) -> list[str]:

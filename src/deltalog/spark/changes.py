@@ -46,8 +46,8 @@ from deltalog.spark.scan import (
     logical_columns,
     physical_field,
     read_files_or_raise,
-    spark_file_uri,
 )
+from deltalog.spark.scan_plan import spark_file_uris
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import conf_get, ensure_no_listing_job
 
@@ -152,7 +152,7 @@ def _specs(spark: Any, plan: ChangePlan, mode: str) -> Any:
     snapshot = plan.snapshot
     raw = [dict(pv or []) for pv in files["partitionValues"].to_pylist()]
     columns: dict[str, Any] = {
-        FILE: pa.array([spark_file_uri(p) for p in files["path"].to_pylist()], pa.string()),
+        FILE: spark_file_uris(files["path"].combine_chunks()),
         SPEC: files["spec_id"],
         MODE: files["mode"],
         CHANGE_TYPE: files["change_type"],

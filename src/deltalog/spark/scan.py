@@ -1,10 +1,13 @@
 """Reading a snapshot's rows as a Spark DataFrame with Spark's own parquet reader.
 
 The file list comes from the snapshot, never from a directory listing; files are passed as
-decoded local paths (no listing job: the discovery threshold is raised). What the parquet files
-do not hold is joined in by file:
+decoded local paths (no listing job: the discovery threshold is raised), built from the
+snapshot's Arrow state and cached per snapshot (:mod:`deltalog.spark.scan_plan`). What the
+parquet files do not hold comes from their paths or is joined in by file:
 
-* partition values, typed from the schema (PROTOCOL.md "Partition Value Serialization");
+* partition values: from hive-style directories by Spark's reader itself (so filters on them
+  prune files), else typed from the schema (PROTOCOL.md "Partition Value Serialization") and
+  joined;
 * deleted rows: each file's deletion vector, as (file, row index) pairs, removed by an anti-join
   on ``_metadata.row_index``;
 * column mapping: data is read by physical name (``name``) or parquet field id (``id``) and
@@ -16,16 +19,13 @@ The join key is ``_metadata.file_path``, which Spark derives from the path throu
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltalog import errors
-from deltalog.actions import DeletionVectorDescriptor
-from deltalog.deletion_vectors import read_deletion_vector
-from deltalog.partition_values import typed_partition_values
-from deltalog.paths import resolve
 from deltalog.schema import (
     ArrayType,
     DataType,
@@ -33,42 +33,27 @@ from deltalog.schema import (
     StructField,
     StructType,
 )
+from deltalog.spark.scan_plan import (
+    FILE,
+    ROW,
+    UNREADABLE,
+    ScanInputs,
+    jvm_readable,
+    local_paths,
+    scan_inputs,
+    snapshot_inputs,
+    spark_file_uri,  # noqa: F401  (re-exported: the scan's join key)
+    spark_file_uris,
+)
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import conf_get, ensure_no_listing_job, is_connect, reader
 from deltalog.spark.storage import jvm_reads, read_through_seam
-from deltalog.storage import is_remote
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.storage.base import LogStore
 
-FILE, ROW = "__deltalog_file", "__deltalog_row"
 FIELD_ID_READ = "spark.sql.parquet.fieldId.read.enabled"
-# java.net.URI leaves these ASCII characters of a path unquoted (and all printable non-ASCII).
-_URI_SAFE = frozenset(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-!.~'()*,;:$&+=/@"
-)
-_PLAIN_PATH = re.compile("[" + re.escape("".join(sorted(_URI_SAFE))) + "]*")
-# Spark's file source globs these, and Hadoop's Path cannot take ':' inside a name.
-_UNREADABLE = frozenset("*?[]{}\\:")
-
-
-def spark_file_uri(local_path: str) -> str:
-    """The ``_metadata.file_path`` Spark reports for a local file read by its plain path (an
-    object-store URI as Hadoop names it: ``s3://`` is ``s3a://``)."""
-    if local_path.startswith("s3://"):
-        return "s3a://" + local_path[len("s3://") :]
-    if is_remote(local_path):
-        return local_path
-    if _PLAIN_PATH.fullmatch(local_path):
-        return "file:" + local_path
-    out: list[str] = []
-    for ch in local_path:
-        if ch in _URI_SAFE or (ord(ch) > 127 and ch.isprintable() and not ch.isspace()):
-            out.append(ch)
-        else:
-            out.extend(f"%{b:02X}" for b in ch.encode("utf-8"))
-    return "file:" + "".join(out)
 
 
 def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | None = None) -> Any:
@@ -76,6 +61,8 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
 
     ``where`` is a SQL filter: files it rules out by partition values or statistics are not
     read at all (:mod:`deltalog.data_skipping`), and the filter is applied to the rows read.
+    Filters applied to the result on partition columns prune files in Spark's scan when the
+    files lie in hive-style partition directories (:mod:`deltalog.spark.scan_plan`).
 
     Raises:
         InvalidTableError: a data file named in the log is missing.
@@ -85,33 +72,45 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
         df = read_through_seam(spark, snapshot.table_root, snapshot.version)
         return df.where(where) if where else df
     _check_spark_supports(spark, snapshot)
+    if not where:
+        inputs = snapshot_inputs(snapshot, store)
+        return scan_dataframe(spark, snapshot, store, None, inputs=inputs)
     files = scan_files(spark, snapshot, where)
-    df = scan_dataframe(spark, snapshot, store, files)
-    return df.where(where) if where else df
+    return scan_dataframe(spark, snapshot, store, files).where(where)
 
 
 def file_keys(snapshot: Snapshot, files: pa.Table) -> list[str]:
     """Each file's ``_metadata.file_path`` as Spark reports it (the join key of row ids)."""
-    return [spark_file_uri(resolve(snapshot.table_root, p)) for p in files["path"].to_pylist()]
+    paths = local_paths(snapshot.table_root, files["path"])
+    return [str(k) for k in spark_file_uris(paths).to_pylist()]
 
 
 def scan_dataframe(
-    spark: Any, snapshot: Snapshot, store: LogStore, files: pa.Table, *, row_ids: bool = False
+    spark: Any,
+    snapshot: Snapshot,
+    store: LogStore,
+    files: pa.Table | None,
+    *,
+    row_ids: bool = False,
+    inputs: ScanInputs | None = None,
 ) -> Any:
-    """The live rows of ``files`` (rows of ``all_files_arrow()``) with the table's logical
-    columns; with ``row_ids``, also :data:`FILE` (the :func:`file_keys` value of each row's
-    file) and :data:`ROW` (its physical row index), which deletion vectors are made of.
+    """The live rows of ``files`` (rows of ``all_files_arrow()``; or those ``inputs`` were
+    built from) with the table's logical columns; with ``row_ids``, also :data:`FILE` (the
+    :func:`file_keys` value of each row's file) and :data:`ROW` (its physical row index),
+    which deletion vectors are made of.
 
     Raises:
         InvalidTableError: a data file named in the log is missing.
         UnsupportedFeatureError: a file path Spark's file source cannot read as given.
     """
+    if inputs is None:
+        assert files is not None, "scan_dataframe needs files or inputs"
+        inputs = scan_inputs(snapshot, store, files)
     schema = snapshot.schema
     mode = snapshot.column_mapping_mode
     partition_names = {c.lower() for c in snapshot.partition_columns}
-    data_fields = [f for f in schema.fields if f.name.lower() not in partition_names]
     logical = to_spark_schema(schema)
-    if files.num_rows == 0:
+    if len(inputs.paths) == 0:
         empty = spark.createDataFrame([], logical)
         if row_ids:
             from pyspark.sql import functions as F
@@ -120,27 +119,31 @@ def scan_dataframe(
                 "*", F.lit(None).cast("string").alias(FILE), F.lit(None).cast("long").alias(ROW)
             )
         return empty
-    paths = [resolve(snapshot.table_root, p) for p in files["path"].to_pylist()]
-    if is_remote(snapshot.table_root):  # Hadoop's names for the JVM reader (s3:// is s3a://)
-        paths = [spark_file_uri(p) for p in paths]
-    _check_readable(snapshot.table_root, paths)
+    check_readable(snapshot.table_root, inputs.paths)
     ensure_no_listing_job(spark)
     if mode == "id":
         spark.conf.set(FIELD_ID_READ, "true")
-    read_schema = to_spark_schema(StructType(tuple(physical_field(f, mode) for f in data_fields)))
-    df = read_files_or_raise(spark, read_schema, paths, snapshot.table_root, store)
+    from_paths = inputs.base_path is not None
+    read_fields = [
+        physical_field(f, mode)
+        for f in schema.fields
+        if from_paths or f.name.lower() not in partition_names
+    ]
+    read_schema = to_spark_schema(StructType(tuple(read_fields)))
+    df = read_files_or_raise(
+        spark, read_schema, inputs.paths, snapshot.table_root, store, base_path=inputs.base_path
+    )
     df = df.select("*", df["_metadata.file_path"].alias(FILE), df["_metadata.row_index"].alias(ROW))
-    keys = [spark_file_uri(p) for p in paths]
-    deleted = _deleted_rows(snapshot, store, files, keys)
-    if deleted is not None:
+    if inputs.deleted is not None:
         from pyspark.sql import functions as F
 
-        df = df.join(F.broadcast(arrow_to_df(spark, deleted)), on=[FILE, ROW], how="left_anti")
-    if partition_names:
+        deleted = arrow_to_df(spark, inputs.deleted)
+        df = df.join(F.broadcast(deleted), on=[FILE, ROW], how="left_anti")
+    if inputs.partition_values is not None:
         from pyspark.sql import functions as F
 
-        values = _partition_values(snapshot, files, keys, mode)
-        df = df.join(F.broadcast(arrow_to_df(spark, values)), on=FILE, how="inner")
+        values = arrow_to_df(spark, inputs.partition_values)
+        df = df.join(F.broadcast(values), on=FILE, how="inner")
     extra = [df[FILE], df[ROW]] if row_ids else []
     return df.select(*logical_columns(df, schema, partition_names, mode), *extra)
 
@@ -167,20 +170,37 @@ def scan_files(spark: Any, snapshot: Snapshot, where: str | None) -> pa.Table:
     return snapshot.files_for_filter(where, time_zone=zone)
 
 
-def read_parquet_files(spark: Any, schema: Any, paths: list[str]) -> Any:
-    """Spark's parquet reader over exactly ``paths``.
+def read_parquet_files(
+    spark: Any, schema: Any, paths: Sequence[str] | pa.Array, base_path: str | None = None
+) -> Any:
+    """Spark's parquet reader over exactly ``paths`` (partition columns from the directories
+    under ``base_path`` when given: ``schema`` then names them too).
 
     On a classic session the list crosses py4j as one string split in the JVM: PySpark's own
     conversion makes one gateway round trip per path (seconds for 10k files).
     """
-    if is_connect(spark) or any("\n" in p or "\r" in p for p in paths):
-        return reader(spark).schema(schema).parquet(*paths)
+    read = reader(spark).schema(schema)
+    if base_path is not None:
+        read = read.option("basePath", base_path)
+    joined = _joined(paths)
+    if is_connect(spark) or joined is None:
+        listed = paths.to_pylist() if isinstance(paths, pa.Array) else list(paths)
+        return read.parquet(*listed)
     from pyspark.sql import DataFrame
 
     jvm = spark.sparkContext._jvm
-    seq = jvm.scala.io.Source.fromString("\n".join(paths)).getLines().toList()
-    jreader = reader(spark).schema(schema)._jreader
-    return DataFrame(jreader.parquet(seq), spark)
+    seq = jvm.scala.io.Source.fromString(joined).getLines().toList()
+    return DataFrame(read._jreader.parquet(seq), spark)
+
+
+def _joined(paths: Sequence[str] | pa.Array) -> str | None:
+    """The paths joined by newlines (``None`` when a path has a line break)."""
+    if not isinstance(paths, pa.Array):
+        paths = pa.array(list(paths), pa.string())
+    if pc.any(pc.match_substring_regex(paths, "[\\r\\n]")).as_py():
+        return None
+    whole = pa.ListArray.from_arrays(pa.array([0, len(paths)], pa.int32()), paths)
+    return str(pc.binary_join(whole, "\n")[0].as_py())
 
 
 def nullable_type(t: Any) -> Any:
@@ -241,19 +261,34 @@ def _physical_type(t: DataType, mode: str) -> DataType:
     return t
 
 
-def _check_readable(table_root: str, paths: list[str]) -> None:
-    for path in paths:
-        name = path.partition("://")[2] if is_remote(path) else path
-        if any(ch in _UNREADABLE for ch in name):
-            raise errors.UnsupportedFeatureError(
-                "DELTA_UNREADABLE_FILE_PATH",
-                f"data file {path} has a character Spark's file source cannot read by path.",
-                table=table_root,
-            )
+def check_readable(table_root: str, paths: pa.Array) -> None:
+    """Raise when Spark's file source cannot read a path as given (the Python data source
+    can: ``spark.read.format("delta")`` falls back to it).
+
+    Raises:
+        UnsupportedFeatureError: a path with a glob character or ``:`` (DELTA_UNREADABLE_FILE_PATH).
+    """
+    if jvm_readable(paths):
+        return
+    import re
+
+    path = next(p for p in paths.to_pylist() if re.search(UNREADABLE, p))
+    raise errors.UnsupportedFeatureError(
+        "DELTA_UNREADABLE_FILE_PATH",
+        f"data file {path} has a character Spark's file source cannot read by path.",
+        table=table_root,
+        help='read it with spark.read.format("delta").load(path), which can.',
+    )
 
 
 def read_files_or_raise(
-    spark: Any, schema: Any, paths: list[str], table_root: str, store: LogStore
+    spark: Any,
+    schema: Any,
+    paths: Sequence[str] | pa.Array,
+    table_root: str,
+    store: LogStore,
+    *,
+    base_path: str | None = None,
 ) -> Any:
     """:func:`read_parquet_files`, with a missing file reported as a typed error naming it.
 
@@ -264,9 +299,10 @@ def read_files_or_raise(
         InvalidTableError: a data file named in the log does not exist (DELTA_FILE_NOT_FOUND).
     """
     try:
-        return read_parquet_files(spark, schema, paths)
+        return read_parquet_files(spark, schema, paths, base_path)
     except Exception as e:
-        missing = next((p for p in paths if not store.exists(p)), None)
+        listed = paths.to_pylist() if isinstance(paths, pa.Array) else paths
+        missing = next((p for p in listed if not store.exists(p)), None)
         if missing is None:
             raise
         raise errors.InvalidTableError(
@@ -275,39 +311,6 @@ def read_files_or_raise(
             table=table_root,
             help="restore the file, or repair the table (FSCK) to drop it from the log.",
         ) from e
-
-
-def _deleted_rows(
-    snapshot: Snapshot, store: LogStore, files: pa.Table, keys: list[str]
-) -> pa.Table | None:
-    column = files["deletionVector"]
-    if column.null_count == len(column):
-        return None
-    file_keys: list[pa.Array] = []
-    rows: list[pa.Array] = []
-    for key, dv in zip(keys, column.to_pylist(), strict=True):
-        if dv is None:
-            continue
-        descriptor = DeletionVectorDescriptor.from_dict(dv)
-        deleted = read_deletion_vector(store, snapshot.table_root, descriptor)
-        rows.append(pa.array(deleted.astype("int64")))
-        file_keys.append(pa.array([key] * len(deleted), pa.string()))
-    return pa.table({FILE: pa.concat_arrays(file_keys), ROW: pa.concat_arrays(rows)})
-
-
-def _partition_values(snapshot: Snapshot, files: pa.Table, keys: list[str], mode: str) -> pa.Table:
-    raw = [dict(pv or []) for pv in files["partitionValues"].to_pylist()]
-    columns: dict[str, pa.Array] = {FILE: pa.array(keys, pa.string())}
-    columns.update(
-        typed_partition_values(
-            snapshot.schema,
-            snapshot.partition_columns,
-            raw,
-            column_mapping=mode != "none",
-            table_root=snapshot.table_root,
-        )
-    )
-    return pa.table(columns)
 
 
 def arrow_to_df(spark: Any, table: pa.Table) -> Any:

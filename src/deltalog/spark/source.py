@@ -1,13 +1,15 @@
-"""``spark.read.format("delta")``: a Python data source (Spark >= 4.0) over deltalog snapshots.
+"""The Delta format as a Python data source (Spark >= 4.0) over deltalog snapshots.
+
+``spark.read.format("delta").load(path)`` gets the plan of ``DeltaTable.toDF()`` (Spark's own
+parquet scan, :mod:`deltalog.spark.reads`); this source serves what only it can read (paths
+Spark's file source cannot take, a user-specified schema) and
+:func:`deltalog.spark.bridge.load_with_python_source`.
 
 The driver resolves the snapshot (``versionAsOf`` / ``timestampAsOf``, delta-spark's option names,
 case-insensitive) and plans one task per data file: its path, typed partition values and deletion
 vector. Executors read each file with pyarrow, drop deleted rows, map physical columns to logical
 ones (by name or parquet field id, nested too), cast to the table's current types (type widening)
 and add the partition columns.
-
-This entry point is the convenient one (works wherever Python data sources do, incl. Spark
-Connect); ``DeltaTable.forPath(...).toDF()`` uses Spark's JVM parquet reader and is faster.
 
 No filter pushdown: with ``spark.sql.python.filterPushdown.enabled`` PySpark 4.3 reuses a scan
 pruned for one query in later queries of the same source (checked: an unfiltered count after a
@@ -43,29 +45,12 @@ from deltalog.schema import (
     StructType,
     parse_schema,
 )
+from deltalog.spark.reads import STREAMING_MARKER, read_options, snapshot_for, storage_of
 from deltalog.spark.schema import to_spark_schema
 from deltalog.storage import StorageOptions, is_remote, store_for
 from deltalog.storage import register as register_storage
-from deltalog.storage.options import STORAGE_PREFIXES
-from deltalog.streaming.options import STREAM_OPTIONS, SourceOptions, StreamConfig
-from deltalog.timestamps import parse_timestamp
+from deltalog.streaming.options import SourceOptions, StreamConfig
 
-# Set by the bridge on ``spark.readStream...load()``: the source is read as a stream, so the
-# batch plan (every file of the snapshot) is not made.
-STREAMING_MARKER = "__deltalog_stream"
-READ_OPTIONS = {
-    "path",
-    "versionasof",
-    "timestampasof",
-    "readchangefeed",
-    "readchangedata",
-    "startingversion",
-    "startingtimestamp",
-    "endingversion",
-    "endingtimestamp",
-    *STREAM_OPTIONS,
-    STREAMING_MARKER,
-}
 _FIELD_ID = b"PARQUET:field_id"
 
 
@@ -80,7 +65,7 @@ def register(spark: Any) -> str:
     name = "deltalog" if _jvm_delta_present(spark) else "delta"
     source = DeltaDataSource if name == "delta" else DeltalogDataSource
     spark.dataSource.register(source)
-    install(name)
+    install(name, reads=True)
     return name
 
 
@@ -146,16 +131,9 @@ class DeltaDataSource(DataSource):
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
-        opts = {k.lower(): v for k, v in options.items()}
+        opts = read_options(options)
         # Object-store credentials and endpoints (delta-rs's names): never in error messages.
-        self._storage = StorageOptions.of(
-            {k: v for k, v in opts.items() if k.startswith(STORAGE_PREFIXES)}
-        )
-        unknown = sorted(k for k in set(opts) - READ_OPTIONS if not k.startswith(STORAGE_PREFIXES))
-        if unknown:
-            raise errors.invalid_argument(f"Unknown option(s) for the delta format: {unknown}")
-        if "path" not in opts:
-            raise errors.invalid_argument("'path' is not specified: use .load(path)")
+        self._storage = storage_of(opts)
         self._cdf: ChangePlan | None = None
         self._stream: Any = None
         if opts.get(STREAMING_MARKER) == "true":
@@ -164,21 +142,7 @@ class DeltaDataSource(DataSource):
         if is_cdc_read(opts):
             self._plan_changes(opts)
             return
-        if "versionasof" in opts and "timestampasof" in opts:
-            raise errors.invalid_argument("Cannot specify both versionAsOf and timestampAsOf")
-        log = DeltaLog.for_table(opts["path"], storage_options=self._storage.as_dict())
-        if "versionasof" in opts:
-            try:
-                version = int(opts["versionasof"])
-            except ValueError:
-                raise errors.invalid_argument(
-                    f"versionAsOf must be an integer, not {opts['versionasof']!r}"
-                ) from None
-            snapshot = log.get_snapshot_at(version)
-        elif "timestampasof" in opts:
-            snapshot = log.get_snapshot_at_timestamp(parse_timestamp(opts["timestampasof"]))
-        else:
-            snapshot = log.update()
+        snapshot = snapshot_for(opts, storage=self._storage)
         self._table_root = snapshot.table_root
         self._schema_json = snapshot.schema.to_json()
         self._partition_columns = list(snapshot.partition_columns)
@@ -199,11 +163,6 @@ class DeltaDataSource(DataSource):
 
     def _plan_changes(self, opts: dict[str, str]) -> None:
         """A change-feed read: the plan's file reads become the tasks."""
-        if "versionasof" in opts or "timestampasof" in opts:
-            raise errors.invalid_argument(
-                "versionAsOf/timestampAsOf do not apply to a change data feed read: use "
-                "startingVersion/endingVersion or startingTimestamp/endingTimestamp"
-            )
         log = DeltaLog.for_table(opts["path"], storage_options=self._storage.as_dict())
         plan = plan_changes(
             log, resolve_range(log, CdfBounds.from_options(opts, table=log.table_root))
@@ -351,8 +310,11 @@ def read_file(
 
 def _jvm_delta_present(spark: Any) -> bool:
     """Whether the session resolves ``format("delta")`` to a JVM source (delta-spark)."""
+    from deltalog.spark.bridge import load_with_python_source
+
     try:
-        spark.read.format("delta").load("/deltalog-probe-path-that-does-not-exist").schema  # noqa: B018
+        probe = "/deltalog-probe-path-that-does-not-exist"
+        load_with_python_source(spark.read.format("delta"), probe).schema  # noqa: B018
     except Exception as e:  # the analyzer answers without running a job
         message = str(e)
         if "PYTHON_DATA_SOURCE" in message:  # our own source, registered earlier
