@@ -1,4 +1,5 @@
-"""Shared fixtures: one SparkSession per test run, real tables copied before any change."""
+"""Shared fixtures: one SparkSession per test process (per xdist worker), real tables copied
+before any change."""
 
 from __future__ import annotations
 
@@ -17,17 +18,6 @@ from tests.conformance.oracle import TABLES
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under xdist (``--dist loadgroup``) every test that uses the SparkSession runs in one
-    worker, so the run starts one JVM session; the pure tests fill the other worker."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        fixtures = getattr(item, "fixturenames", ())
-        if "spark" in fixtures or "connect_spark" in fixtures or "_connect_session" in fixtures:
-            item.add_marker(pytest.mark.xdist_group("spark"))
 
 
 @pytest.fixture(autouse=True)

@@ -105,10 +105,13 @@ try:
 except Exception as e:
     out["exists_error"] = getattr(e, "error_class", repr(e))
 # DELETE, UPDATE and MERGE (deletion vectors, change data) against deltalake, step by step.
-from pathlib import Path
-from tests.spark.test_dml_oracle import run_history
-run_history(spark, Path(OUT + "-dml"), seed=21, steps=3, partitioned=True, cdf=True, dv=True)
-out["dml"] = "agrees with deltalake"
+# Over Connect only: local-cluster's executors write DML's files as they write the batch
+# writes' above (tests/spark/test_dml_oracle.py runs the same histories on the classic session).
+if mode == "connect":
+    from pathlib import Path
+    from tests.spark.test_dml_oracle import run_history
+    run_history(spark, Path(OUT + "-dml"), seed=21, steps=2, partitioned=True, cdf=True, dv=True)
+    out["dml"] = "agrees with deltalake"
 if mode == "connect":  # streaming: the Python source and the foreachBatch sink over Connect
     import pyarrow as pa
     src, sink = OUT + "-stream-src", OUT + "-stream-sink"
@@ -158,7 +161,8 @@ def test_reads_and_writes_match_the_oracles(mode: str, tmp_path: Path) -> None:
         {"jvm": changes, "format": changes} if mode == "connect" else {"format": changes}
     )
     assert result["exists_error"] == "DELTA_PATH_EXISTS"
-    assert result["dml"] == "agrees with deltalake"
+    if mode == "connect":
+        assert result["dml"] == "agrees with deltalake"
     if mode == "connect":
         import deltalake
 

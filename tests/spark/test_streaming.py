@@ -233,6 +233,12 @@ def test_processing_time_query_while_another_process_appends(spark: Any, tmp_pat
         .start(str(sink))
     )
     try:
+        # The first micro-batch (the snapshot) is in before the other process starts appending,
+        # so the appends arrive in later batches however slowly the query starts.
+        deadline = time.monotonic() + 180
+        while not (sink / "_delta_log").exists() and time.monotonic() < deadline:
+            assert query.exception() is None
+            time.sleep(0.5)
         subprocess.run(
             [sys.executable, "-c", _APPENDER, str(src)], env=_env(), check=True, timeout=120
         )
@@ -299,3 +305,25 @@ def test_sigkill_between_writing_files_and_committing(spark: Any, tmp_path: Path
     assert restarted.version() == 2
     assert restarted.transaction_version(restart.id) == 2
     assert {h["operationParameters"]["queryId"] for h in restarted.history()} == {restart.id}
+
+
+def test_streams_by_table_name(spark: Any, tmp_path: Path) -> None:
+    """``readStream.table`` of a Delta name and ``toTable`` of a new name (a managed table
+    recorded in deltalog's catalog) stream between the names' locations."""
+    from deltalog.tables import DeltaTable
+
+    spark.range(4).selectExpr("id AS x").write.format("delta").saveAsTable("stream_src")
+    try:
+        query = (
+            spark.readStream.table("stream_src")
+            .writeStream.format("delta")
+            .option("checkpointLocation", str(tmp_path / "ckpt"))
+            .trigger(availableNow=True)
+            .toTable("stream_dst")
+        )
+        query.awaitTermination()
+        location = DeltaTable.forName(spark, "stream_dst").detail().collect()[0]["location"]
+        assert _xs(Path(location.removeprefix("file:"))) == [0, 1, 2, 3]
+    finally:
+        spark.sql("DROP TABLE IF EXISTS stream_src")
+        spark.sql("DROP TABLE IF EXISTS stream_dst")

@@ -9,8 +9,10 @@ the Spark Connect ``DataStreamReader``/``DataStreamWriter``:
 * ``readStream.format("delta")...load(path)`` stays Spark's, on the Python data source, with a
   marker option telling the source it is read as a stream (so it plans no batch scan).
 
-``toTable`` / ``table`` with the Delta format need catalog support deltalog lacks; they raise a
-typed error saying to use a path.
+* ``readStream.table(name)`` and ``writeStream.toTable(name)`` on a name deltalog's catalog
+  holds (or, with the Delta format, a new name for ``toTable``: a managed table under the
+  warehouse, recorded when the query starts) stream from and to that table's path; other names
+  go to Spark unchanged.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def install_streaming() -> None:
             continue
         _wrap_builder(reader)
         setattr(reader, "load", _bridged_load(getattr(reader, "load")))  # noqa: B009, B010
-        setattr(reader, "table", _no_table(getattr(reader, "table"), "readStream.table"))  # noqa: B009, B010
+        setattr(reader, "table", _bridged_read_table(getattr(reader, "table")))  # noqa: B009, B010
         setattr(reader, "_deltalog_bridged", True)  # noqa: B010
     for writer in _classes("DataStreamWriter"):
         if getattr(writer, "_deltalog_bridged", False):
@@ -38,7 +40,7 @@ def install_streaming() -> None:
         _wrap_builder(writer)
         _record_output_mode(writer)
         setattr(writer, "start", _bridged_start(getattr(writer, "start")))  # noqa: B009, B010
-        setattr(writer, "toTable", _no_table(getattr(writer, "toTable"), "writeStream.toTable"))  # noqa: B009, B010
+        setattr(writer, "toTable", _bridged_to_table(getattr(writer, "toTable")))  # noqa: B009, B010
         setattr(writer, "_deltalog_bridged", True)  # noqa: B010
 
 
@@ -114,18 +116,62 @@ def _bridged_start(original: Callable[..., Any]) -> Callable[..., Any]:
     return start
 
 
-def _no_table(original: Callable[..., Any], what: str) -> Callable[..., Any]:
+def _reader_session(reader: Any) -> Any:
+    return getattr(reader, "_spark", None) or reader._client
+
+
+def _bridged_read_table(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
-    def table(self: Any, name: str, format: str | None = None, *args: Any, **kw: Any) -> Any:
-        if not _is_delta(_state(self), format):
-            if format is None and not args:  # readStream.table takes the name only
-                return original(self, name, **kw)
-            return original(self, name, format, *args, **kw)
-        raise errors.UnsupportedFeatureError(
-            "DELTA_SAVE_AS_TABLE_UNSUPPORTED",
-            f"{what}({name!r}) with the Delta format needs catalog support, which deltalog "
-            "does not have yet.",
-            help="stream to and from a path: writeStream...start(path), readStream...load(path).",
-        )
+    def table(self: Any, tableName: str) -> Any:
+        from deltalog.spark.table_writes import is_delta_name
+
+        state = _state(self)
+        spark = _reader_session(self)
+        if state["format"] is not None and not _is_delta(state, None):
+            return original(self, tableName)
+        if not is_delta_name(spark, tableName):
+            if _is_delta(state, None):
+                from deltalog.catalog import not_found
+
+                raise not_found(tableName)
+            return original(self, tableName)
+        from deltalog.spark import names
+
+        target = names.require(spark, names.parse_identifier(tableName))
+        return self.format("delta").load(target.path)
 
     return table
+
+
+def _bridged_to_table(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def to_table(
+        self: Any,
+        tableName: str,
+        format: str | None = None,
+        outputMode: str | None = None,
+        partitionBy: str | list[str] | None = None,
+        queryName: str | None = None,
+        **options: Any,
+    ) -> Any:
+        from deltalog.spark import names
+        from deltalog.spark.table_writes import is_delta_name
+
+        state = _state(self)
+        spark = self._spark if hasattr(self, "_spark") else self._session
+        explicit = _is_delta(state, format)
+        # Delta when asked for, or for a Delta name when no other format was chosen.
+        other_format = (format or state["format"]) is not None and not explicit
+        if not explicit and (other_format or not is_delta_name(spark, tableName)):
+            return original(self, tableName, format, outputMode, partitionBy, queryName, **options)
+        ref = names.parse_identifier(tableName)
+        target = names.resolve(spark, ref)
+        if target is None:  # a new name: a managed table, created by the first batch
+            merged = {**state["options"], **options}
+            target, _ = names.new_target(spark, ref, merged.pop("path", None))
+            names.register(spark, target)
+        if not explicit:
+            self.format("delta")
+        return self.start(target.path, None, outputMode, partitionBy, queryName, **options)
+
+    return to_table
