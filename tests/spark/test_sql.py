@@ -268,6 +268,7 @@ def test_statements_that_are_not_deltas_run_unchanged(spark: Any, sql: Any) -> N
         sql("VACUUM")
 
 
+@pytest.mark.connect
 def test_sql_over_spark_connect(connect_spark: Any, tmp_path: Path) -> None:
     deltalog.register(connect_spark)
     path = tmp_path / "c"

@@ -68,7 +68,7 @@ def _record_output_mode(cls: type) -> None:
 
 
 def _bridged_load(original: Callable[..., Any]) -> Callable[..., Any]:
-    from deltalog.spark.source import STREAMING_MARKER
+    from deltalog.spark.reads import STREAMING_MARKER
 
     @functools.wraps(original)
     def load(
