@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from deltalog import errors
 from deltalog.spark import names
+from deltalog.spark.bridge import _reader_classes
 from deltalog.spark.sql_statements import DIALECT, Parsed, SqlSyntaxError, TableRef, parse
 
 _ORIGINAL = "_deltalog_original_sql"
@@ -55,18 +56,6 @@ def install() -> None:
     from deltalog.spark import writer_v2
 
     writer_v2.install()
-
-
-def _reader_classes() -> list[type]:
-    from pyspark.sql.readwriter import DataFrameReader
-
-    classes: list[type] = [DataFrameReader]
-    try:
-        from pyspark.sql.connect.readwriter import DataFrameReader as ConnectReader
-    except Exception:  # Connect's client dependencies are optional
-        return classes
-    classes.append(ConnectReader)
-    return classes
 
 
 def _session_classes() -> list[type]:
