@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -94,16 +91,16 @@ def test_bad_options_are_usage_errors(capsys: Any) -> None:
 
 
 @pytest.mark.spark
-def test_files_with_the_spark_engine_matches_the_driver(spark: Any) -> None:
-    # A separate process, as a user would run it; it starts its own local session.
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
-    args = [sys.executable, "-m", "deltalog.cli.main", "files", DV_TABLE, "--json"]
-    driver = subprocess.run(args, capture_output=True, text=True, env=env, check=True)
-    on_spark = subprocess.run(
-        [*args, "--engine", "spark"], capture_output=True, text=True, env=env, timeout=600
-    )
-    assert on_spark.returncode == 0, on_spark.stderr[-2000:]
-    assert json.loads(on_spark.stdout) == json.loads(driver.stdout)
+def test_files_with_the_spark_engine_matches_the_driver(spark: Any, capsys: Any) -> None:
+    # The suite's session is the active one, so the CLI's Spark engine replays on it (a user's
+    # run starts its own local session, as the scripts of tests/cli/test_install.py do).
+    code, driver, _ = run(capsys, "files", DV_TABLE, "--json")
+    tracker = spark.sparkContext.statusTracker()
+    jobs_before = len(tracker.getJobIdsForGroup(None))
+    spark_code, on_spark, err = run(capsys, "files", DV_TABLE, "--json", "--engine", "spark")
+    assert code == spark_code == 0, err
+    assert len(tracker.getJobIdsForGroup(None)) > jobs_before  # the replay ran as Spark jobs
+    assert json.loads(on_spark) == json.loads(driver)
 
 
 def test_changes_by_version_and_timestamp(capsys: Any) -> None:

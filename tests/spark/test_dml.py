@@ -3,6 +3,7 @@ vectors that rewrite nothing, schema evolution, metadata-only deletes, table rul
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -111,15 +112,25 @@ def test_merge_clause_rules(spark: Any, delta: str, tmp_path: Path) -> None:
 def test_merge_with_schema_evolution_adds_source_columns(
     spark: Any, delta: str, tmp_path: Path
 ) -> None:
+    from pyspark.sql import functions as F
+
     path = _write(spark, tmp_path / "t", [(1, "a", 1), (2, "b", 2)])
     source = spark.createDataFrame(
         [(2, "b", 20, "x"), (3, "c", 30, "y")], "id long, p string, v long, extra string"
     )
     table = DeltaTable.forPath(spark, path).alias("t")
-    table.merge(
-        source.alias("s"), "t.id = s.id"
-    ).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    table.merge(source.alias("s"), F.col("t.id") == F.col("s.id")).whenMatchedUpdateAll(
+        F.col("s.p") != "z"
+    ).whenNotMatchedInsertAll().execute()
     assert _rows(spark, path) == [(1, "a", 1), (2, "b", 20), (3, "c", 30)]  # no evolution
+    info = DeltaLog.for_table(path).update().commit_info
+    assert info is not None and info.operation_parameters is not None
+    # Column conditions are recorded as Catalyst's SQL, as delta-spark records them
+    params = info.operation_parameters
+    assert json.loads(params["predicate"]) == ["(t.id = s.id)"]
+    assert json.loads(params["matchedPredicates"]) == [
+        {"predicate": "(NOT (s.p = 'z'))", "actionType": "update"}
+    ]
     (
         table.merge(source.alias("s"), "t.id = s.id")
         .withSchemaEvolution()
@@ -142,7 +153,11 @@ def test_deletion_vector_dml_rewrites_no_data_file(spark: Any, delta: str, tmp_p
     path = _write(spark, tmp_path / "t", rows, **{"delta.enableDeletionVectors": "true"})
     before = _parquet_files(path)
     table = DeltaTable.forPath(spark, path)
-    table.delete(F.col("v") < 50)  # a Column condition
+    table.delete((F.col("v") < 50) | (F.col("p") == "z"))  # a Column condition
+    info = DeltaLog.for_table(path).update().commit_info
+    assert info is not None and info.operation_parameters is not None
+    # delta-spark records Catalyst's SQL of the condition, string literals quoted
+    assert info.operation_parameters["predicate"] == "[\"((v < CAST(50 AS BIGINT)) OR (p = 'z'))\"]"
     table.delete("id % 7 = 3")
     assert _parquet_files(path) == before
     expected = [r for r in rows if r[2] >= 50 and r[0] % 7 != 3]

@@ -3,9 +3,9 @@ executor JVM: files are written by executors, committed by the driver).
 
 The Spark replay engine is checked on each tier as well (against the driver's replay).
 
-Each tier runs in a subprocess with its own session, so it never shares a JVM with the suite's
-classic session. Expected rows come from deltalake and DuckDB, not from another deltalog read, so
-these tests need no session in this process and run beside the Spark tests' worker.
+The Connect tier talks to the suite's own JVM as a Connect server (``connect_spark``); the
+local-cluster tier runs in a subprocess with its own driver and executor JVMs. Expected rows
+come from deltalake and DuckDB, not from another deltalog read.
 """
 
 from __future__ import annotations
@@ -43,102 +43,124 @@ ENGINE_ROOTS = [
     str(TABLES / "delta-golden/v2-checkpoint-parquet"),
 ]
 
+
+def exercise(spark: Any, mode: str, out_path: str) -> dict[str, Any]:
+    """Every entry point on ``spark`` (a Connect or local-cluster session); the results in
+    JSON's types, for the test to compare with the oracles."""
+    import pyarrow as pa
+
+    import deltalog
+    from deltalog.spark.bridge import load_with_python_source
+    from deltalog.spark.session import to_arrow
+    from deltalog.tables import DeltaTable, read_changes, read_table
+
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    name = deltalog.register(spark)
+    out: dict[str, Any] = {}
+
+    # On local-cluster only what runs Python on the executors is read again (the Python data
+    # source); the JVM-only paths (toDF, read_table, the bridged format("delta") load) do not
+    # depend on where executors live. On Connect the bridged load is read.
+    def load(reader: Any, path: str) -> Any:
+        return load_with_python_source(reader, path) if mode != "connect" else reader.load(path)
+
+    for root in WHERE:
+        out[root] = {
+            "format": canonical(to_arrow(load(spark.read.format(name), root))),
+            "v0": canonical(
+                to_arrow(load(spark.read.format(name).option("versionAsOf", "0"), root))
+            ),
+        }
+        if mode == "connect":
+            out[root]["toDF"] = canonical(to_arrow(DeltaTable.forPath(spark, root).toDF()))
+            out[root]["where"] = canonical(to_arrow(read_table(spark, root, where=WHERE[root])))
+    # The Spark replay engine on this tier (DataFrame APIs only, so Connect runs it too).
+    spark.conf.set("spark.databricks.delta.snapshotPartitions", "4")
+    out["engine_state"] = {}
+    for root in ENGINE_ROOTS:
+        s = DeltaLog(root, spark=spark, engine="spark").update()
+        out["engine_state"][root] = {
+            "version": s.version,
+            "engine": s.engine,
+            "files": s.all_files_arrow().sort_by("path").to_pylist(),
+        }
+    cdf = {"readChangeFeed": "true", "startingVersion": "0"}
+    # Commit timestamps are left out: deltalake takes them from file times, which a checkout sets.
+    changes = load(spark.read.format(name).options(**cdf), CDF_TABLE)
+    out["changes"] = {"format": normalize(to_arrow(changes), with_timestamps=False)}
+    if mode == "connect":
+        jvm = read_changes(spark, CDF_TABLE, starting_version=0)
+        out["changes"]["jvm"] = normalize(to_arrow(jvm), with_timestamps=False)
+    # delta-spark's write idioms: default mode creates, partitionBy, append, replaceWhere.
+    df = spark.createDataFrame([(1, "x"), (2, "y")], "id long, p string")
+    df.write.format(name).partitionBy("p").save(out_path)
+    more = spark.createDataFrame([(3, "x")], "id long, p string")
+    more.write.format(name).mode("append").save(out_path)
+    (
+        spark.createDataFrame([(9, "y")], "id long, p string")
+        .write.format(name)
+        .mode("overwrite")
+        .option("replaceWhere", "p = 'y'")
+        .save(out_path)
+    )
+    try:
+        df.write.format(name).save(out_path)
+        out["exists_error"] = None
+    except Exception as e:
+        out["exists_error"] = getattr(e, "error_class", repr(e))
+    if mode == "connect":
+        # DELETE, UPDATE and MERGE (deletion vectors, change data) against deltalake, step by
+        # step. Over Connect only: local-cluster's executors write DML's files as they write
+        # the batch writes' above (test_dml_oracle runs histories on the classic session).
+        from tests.spark.test_dml_oracle import run_history
+
+        run_history(
+            spark, Path(out_path + "-dml"), seed=21, steps=2, partitioned=True, cdf=True, dv=True
+        )
+        out["dml"] = "agrees with deltalake"
+        # streaming: the Python source and the foreachBatch sink over Connect
+        src, sink = out_path + "-stream-src", out_path + "-stream-sink"
+        for i in range(2):
+            deltalog.write_table(
+                src, pa.table({"x": pa.array([i, i + 10], pa.int64())}), mode="append"
+            )
+        q = (
+            spark.readStream.format("delta")
+            .option("maxFilesPerTrigger", 1)
+            .load(src)
+            .writeStream.format("delta")
+            .option("checkpointLocation", out_path + "-stream-ckpt")
+            .trigger(availableNow=True)
+            .start(sink)
+        )
+        q.awaitTermination()
+        out["stream"] = {"sink": sink, "query": q.id}
+    return dict(json.loads(json.dumps(out, default=str)))
+
+
+# local-cluster runs in its own process: its executors are a separate JVM.
 SCRIPT = r"""
 import json, sys
 from pyspark.sql import SparkSession
-import deltalog
-from deltalog.tables import DeltaTable, read_changes, read_table
-from deltalog.spark.session import to_arrow
-from tests.conformance.cdf import normalize
-from tests.conformance.rows import canonical, oracle_rows
-mode, WHERE, CDF_TABLE, OUT = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
-ENGINE_ROOTS = json.loads(sys.argv[5])
-if mode == "connect":
-    spark = SparkSession.builder.remote("local[2]").getOrCreate()
-else:
-    spark = (SparkSession.builder.master("local-cluster[1,1,1024]")
-             .config("spark.executor.memory", "768m").config("spark.ui.enabled", "false")
-             .getOrCreate())
-spark.conf.set("spark.sql.session.timeZone", "UTC")
-name = deltalog.register(spark)
-out = {}
-# On local-cluster only what runs Python on the executors is read again (the Python data
-# source); the JVM-only paths (toDF, read_table, the bridged format("delta") load) do not
-# depend on where executors live. On Connect the bridged load is read.
-from deltalog.spark.bridge import load_with_python_source
-def load(reader, path):
-    return load_with_python_source(reader, path) if mode != "connect" else reader.load(path)
-for root in WHERE:
-    out[root] = {
-        "format": canonical(to_arrow(load(spark.read.format(name), root))),
-        "v0": canonical(to_arrow(load(spark.read.format(name).option("versionAsOf", "0"), root))),
-    }
-    if mode == "connect":
-        out[root]["toDF"] = canonical(to_arrow(DeltaTable.forPath(spark, root).toDF()))
-        out[root]["where"] = canonical(to_arrow(read_table(spark, root, where=WHERE[root])))
-# The Spark replay engine on this tier (DataFrame APIs only, so Connect runs it too).
-from deltalog import DeltaLog
-spark.conf.set("spark.databricks.delta.snapshotPartitions", "4")
-out["engine_state"] = {}
-for root in ENGINE_ROOTS:
-    s = DeltaLog(root, spark=spark, engine="spark").update()
-    out["engine_state"][root] = {"version": s.version, "engine": s.engine,
-                                 "files": s.all_files_arrow().sort_by("path").to_pylist()}
-cdf = {"readChangeFeed": "true", "startingVersion": "0"}
-# Commit timestamps are left out: deltalake takes them from file times, which a checkout sets.
-out["changes"] = {
-    "format": normalize(to_arrow(load(spark.read.format(name).options(**cdf), CDF_TABLE)),
-                        with_timestamps=False),
-}
-if mode == "connect":
-    out["changes"]["jvm"] = normalize(
-        to_arrow(read_changes(spark, CDF_TABLE, starting_version=0)), with_timestamps=False)
-# delta-spark's write idioms: default mode creates, partitionBy, append, replaceWhere.
-df = spark.createDataFrame([(1, "x"), (2, "y")], "id long, p string")
-df.write.format(name).partitionBy("p").save(OUT)
-spark.createDataFrame([(3, "x")], "id long, p string").write.format(name).mode("append").save(OUT)
-(spark.createDataFrame([(9, "y")], "id long, p string").write.format(name).mode("overwrite")
-    .option("replaceWhere", "p = 'y'").save(OUT))
-try:
-    df.write.format(name).save(OUT)
-    out["exists_error"] = None
-except Exception as e:
-    out["exists_error"] = getattr(e, "error_class", repr(e))
-# DELETE, UPDATE and MERGE (deletion vectors, change data) against deltalake, step by step.
-# Over Connect only: local-cluster's executors write DML's files as they write the batch
-# writes' above (tests/spark/test_dml_oracle.py runs the same histories on the classic session).
-if mode == "connect":
-    from pathlib import Path
-    from tests.spark.test_dml_oracle import run_history
-    run_history(spark, Path(OUT + "-dml"), seed=21, steps=2, partitioned=True, cdf=True, dv=True)
-    out["dml"] = "agrees with deltalake"
-if mode == "connect":  # streaming: the Python source and the foreachBatch sink over Connect
-    import pyarrow as pa
-    src, sink = OUT + "-stream-src", OUT + "-stream-sink"
-    for i in range(2):
-        deltalog.write_table(src, pa.table({"x": pa.array([i, i + 10], pa.int64())}), mode="append")
-    q = (spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(src)
-         .writeStream.format("delta").option("checkpointLocation", OUT + "-stream-ckpt")
-         .trigger(availableNow=True).start(sink))
-    q.awaitTermination()
-    out["stream"] = {"sink": sink, "query": q.id}
-print("RESULT" + json.dumps(out, default=str))
+from tests.spark.test_read_tiers import exercise
+spark = (SparkSession.builder.master("local-cluster[1,1,1024]")
+         .config("spark.executor.memory", "768m").config("spark.ui.enabled", "false")
+         .getOrCreate())
+print("RESULT" + json.dumps(exercise(spark, "local-cluster", sys.argv[1])))
 spark.stop()
 """
 
 
-def run_tier(mode: str, out: str) -> dict[str, Any]:
-    result: dict[str, Any] = run_script(
-        SCRIPT, mode, json.dumps(WHERE), CDF_TABLE, out, json.dumps(ENGINE_ROOTS)
-    )
-    return result
-
-
 @pytest.mark.connect
 @pytest.mark.parametrize("mode", ["connect", "local-cluster"])
-def test_reads_and_writes_match_the_oracles(mode: str, tmp_path: Path) -> None:
+def test_reads_and_writes_match_the_oracles(
+    mode: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     written = str(tmp_path / "written")
-    result = run_tier(mode, written)
+    if mode == "connect":  # over the suite's JVM, as a Connect server (conftest's fixture)
+        result = exercise(request.getfixturevalue("connect_spark"), mode, written)
+    else:
+        result = run_script(SCRIPT, written)
     for root in TABLES_TO_READ:
         expected = canonical(oracle_rows(root))
         assert expected, root

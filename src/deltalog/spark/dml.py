@@ -19,6 +19,7 @@ A row is deleted or updated where the condition is TRUE; NULL keeps it as it is.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -69,14 +70,48 @@ def condition_column(condition: Any) -> Any:
     return F.expr(condition) if isinstance(condition, str) else condition
 
 
-def condition_sql(condition: Any) -> str:
-    """The condition's SQL text for ``commitInfo`` (a Column's own rendering)."""
+def condition_sql(condition: Any, frame: Any = None) -> str:
+    """The condition's SQL text for ``commitInfo``: the text given, or a Column's SQL.
+
+    With ``frame`` (a DataFrame the condition resolves against) on a classic session, the text
+    is Catalyst's SQL of the resolved condition, what delta-spark records. Otherwise it is the
+    unresolved expression's SQL (PySpark 3.5) or the Column's rendering (Connect; PySpark 4's
+    classic Columns render as function calls). A Column's ``str()`` on 3.5 drops string
+    literals' quotes (``p = a``), so it is the last resort.
+    """
     if isinstance(condition, str):
         return condition
+    resolved = _resolved_sql(condition, frame)
+    if resolved is not None:
+        return resolved
+    jc = getattr(condition, "_jc", None)
+    if jc is not None:
+        with contextlib.suppress(Exception):  # PySpark 4 has no Column.expr(): its rendering
+            return str(jc.expr().sql())
     text = str(condition)
     if text.startswith("Column<'") and text.endswith("'>"):
         return text[len("Column<'") : -2]
     return text
+
+
+def _resolved_sql(condition: Any, frame: Any) -> str | None:
+    """Catalyst's SQL of ``condition`` analysed over ``frame`` (classic sessions only)."""
+    if frame is None or getattr(frame, "_jdf", None) is None:
+        return None
+    with contextlib.suppress(Exception):  # unresolvable over frame: the caller falls back
+        analyzed = frame.where(condition)._jdf.queryExecution().analyzed()
+        return str(analyzed.condition().sql())
+    return None
+
+
+def schema_frame(spark: Any, snapshot: Snapshot) -> Any:
+    """An empty DataFrame with the table's columns, to resolve conditions against (classic
+    sessions; no job runs)."""
+    from deltalog.spark.schema import to_spark_schema
+
+    if getattr(spark, "_jsparkSession", None) is None:
+        return None
+    return spark.createDataFrame([], to_spark_schema(snapshot.schema))
 
 
 def pruning_predicate(condition: Any) -> Predicate | None:
@@ -225,7 +260,9 @@ def delete_actions(
     snapshot = _snapshot(txn)
     settings = DmlSettings.for_snapshot(snapshot)
     predicate = pruning_predicate(condition)
-    operation = operations.delete([] if condition is None else [condition_sql(condition)])
+    operation = operations.delete(
+        [] if condition is None else [condition_sql(condition, schema_frame(spark, snapshot))]
+    )
     changes = FileChanges()
     scan_ms = rewrite_ms = 0
     if condition is None or is_partition_only(snapshot, predicate):
@@ -312,7 +349,9 @@ def update(spark: Any, log: DeltaLog, condition: Any, assignments: Mapping[str, 
     settings = DmlSettings.for_snapshot(snapshot)
     targets = resolve_assignments(snapshot, assignments, "UPDATE")
     predicate = pruning_predicate(condition)
-    operation = operations.update(None if condition is None else condition_sql(condition))
+    operation = operations.update(
+        None if condition is None else condition_sql(condition, schema_frame(spark, snapshot))
+    )
     from pyspark.sql import functions as F
 
     hit = F.lit(True) if condition is None else is_true(condition_column(condition))

@@ -55,6 +55,7 @@ from deltalog.spark.dml import (
     condition_sql,
     is_true,
     mark_rows_deleted,
+    schema_frame,
     start,
 )
 from deltalog.spark.scan import FILE, ROW, file_keys, scan_dataframe
@@ -91,8 +92,9 @@ class MergeClause:
     condition: Any = None
     assignments: Mapping[str, Any] | None = None
 
-    def describe(self) -> MergePredicate:
-        text = None if self.condition is None else condition_sql(self.condition)
+    def describe(self, frame: Any = None) -> MergePredicate:
+        """The clause for ``commitInfo``; ``frame`` resolves a Column condition."""
+        text = None if self.condition is None else condition_sql(self.condition, frame)
         return MergePredicate(self.action, text)
 
 
@@ -215,11 +217,12 @@ class MergeCommand:
         self.evolve = self.builder._evolve or conf_get(self.spark, AUTO_MERGE, "false") == "true"
         self.target_schema = self._final_schema(self.evolve)
         self._check_assignment_keys()
+        frame = self._condition_frame()
         self.operation = operations.merge(
-            condition_sql(self.builder._condition),
-            [c.describe() for c in self.clauses if c.kind == MATCHED],
-            [c.describe() for c in self.clauses if c.kind == NOT_MATCHED],
-            [c.describe() for c in self.clauses if c.kind == BY_SOURCE],
+            condition_sql(self.builder._condition, frame),
+            [c.describe(frame) for c in self.clauses if c.kind == MATCHED],
+            [c.describe(frame) for c in self.clauses if c.kind == NOT_MATCHED],
+            [c.describe(frame) for c in self.clauses if c.kind == BY_SOURCE],
         )
         from pyspark.sql import functions as F
 
@@ -326,6 +329,15 @@ class MergeCommand:
                 changes.cdc = write_change_rows(cdc, self.plan)
         self._count_written(touched if updated is not None else None, changes)
         return changes, scan_ms, _elapsed_ms(t0)
+
+    def _condition_frame(self) -> Any:
+        """Target (empty, aliased) beside the source: what the conditions resolve against, for
+        their SQL in ``commitInfo`` (classic sessions; analysed only, no job runs)."""
+        target = schema_frame(self.spark, self.snapshot)
+        if target is None:
+            return None
+        target = target.alias(self.alias) if self.alias else target
+        return target.crossJoin(self.builder._source)
 
     def _target_predicate(self) -> Predicate | None:
         """The ON condition's conjuncts on target columns alone (``alias.col op literal``),

@@ -8,7 +8,6 @@ existing name writes to its table with :func:`deltalog.spark.write.write_datafra
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -181,10 +180,6 @@ def _condition_text(condition: Any) -> str:
     from deltalog.spark.dml import condition_sql
 
     text = condition_sql(condition)
-    jc = getattr(condition, "_jc", None)
-    if jc is not None:  # classic: Catalyst's own SQL (PySpark 3.5 renders 'a' as a bare a)
-        with contextlib.suppress(Exception):
-            text = str(jc.expr().sql())
     try:
         sqlglot.parse_one(text, read="spark")
     except ParseError:
