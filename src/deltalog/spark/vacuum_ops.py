@@ -5,12 +5,14 @@ with ``DeltaFileOperations.recursiveListDirs`` and deletes in ``mapPartitions`` 
 :class:`SparkFileOps` is the pure core's :class:`~deltalog.commands.vacuum_ops.VacuumFileOps`
 for a session:
 
-* Listing: the driver lists the table root (files and directory names); when there are at
-  least ``spark.sql.sources.parallelPartitionDiscovery.threshold`` (32) directories that are not
-  hidden, each task lists some of them recursively (up to
-  ``spark.sql.sources.parallelPartitionDiscovery.parallelism`` tasks), else the driver lists
-  them. Both filter with the core's :func:`~deltalog.commands.vacuum_files.filter_listing`, so
-  the candidates are the driver's.
+* Listing: the driver lists the table root (files and directory names); when at least
+  ``spark.sql.sources.parallelPartitionDiscovery.threshold`` of its directories are not hidden
+  (unset: Spark's 32 on object stores, 1,000 on local or mounted paths, which one machine lists
+  faster than a Spark job starts), tasks list them recursively, up to
+  ``spark.sql.sources.parallelPartitionDiscovery.parallelism`` tasks (unset:
+  ``spark.sql.shuffle.partitions``, as a Python task costs far more to start than the
+  reference's JVM ones); below it the driver lists them. Both filter with the core's
+  :func:`~deltalog.commands.vacuum_files.filter_listing`, so the candidates are the same.
 * Deletes: in ``spark.databricks.delta.vacuum.parallelDelete.parallelism`` tasks (default
   ``spark.sql.shuffle.partitions``) when ``...parallelDelete.enabled``, else on driver threads.
 
@@ -40,7 +42,7 @@ from deltalog.commands.vacuum_ops import DriverFileOps, delete_files
 from deltalog.spark.scan import arrow_to_df
 from deltalog.spark.session import conf_get, to_arrow
 from deltalog.spark.storage import register_session
-from deltalog.storage import StorageOptions, store_for
+from deltalog.storage import StorageOptions, is_remote, store_for
 from deltalog.storage.base import LogStore
 
 LISTING_THRESHOLD_KEY = "spark.sql.sources.parallelPartitionDiscovery.threshold"
@@ -48,6 +50,7 @@ LISTING_PARALLELISM_KEY = "spark.sql.sources.parallelPartitionDiscovery.parallel
 PARALLEL_DELETE_KEY = "spark.databricks.delta.vacuum.parallelDelete.enabled"
 DELETE_PARALLELISM_KEY = "spark.databricks.delta.vacuum.parallelDelete.parallelism"
 SHUFFLE_PARTITIONS_KEY = "spark.sql.shuffle.partitions"
+LOCAL_LISTING_THRESHOLD = 1000
 _LISTED = "path string, size long, modificationTime long"
 
 
@@ -74,11 +77,12 @@ class SparkFileOps:
     def for_session(cls, spark: Any, root: str) -> SparkFileOps:
         """The session's settings for the table at ``root``."""
         shuffle = _int(spark, SHUFFLE_PARTITIONS_KEY, 200)
+        default_threshold = 32 if is_remote(root) else LOCAL_LISTING_THRESHOLD
         return cls(
             spark,
             register_session(spark, root),
-            listing_threshold=_int(spark, LISTING_THRESHOLD_KEY, 32),
-            listing_parallelism=_int(spark, LISTING_PARALLELISM_KEY, 10_000),
+            listing_threshold=_int(spark, LISTING_THRESHOLD_KEY, default_threshold),
+            listing_parallelism=_int(spark, LISTING_PARALLELISM_KEY, shuffle),
             parallel_delete=conf_get(spark, PARALLEL_DELETE_KEY, "false").lower() == "true",
             delete_parallelism=_int(spark, DELETE_PARALLELISM_KEY, shuffle),
         )
