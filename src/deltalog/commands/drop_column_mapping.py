@@ -17,9 +17,12 @@ fails the commit as any rewrite does. The protected downgrade follows (drop_feat
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
+from typing import Any
 
+from deltalog.actions import DomainMetadata
 from deltalog.commands.optimize import remove_actions
 from deltalog.commands.optimize_arrow import read_live_rows
 from deltalog.delta_log import DeltaLog
@@ -71,13 +74,38 @@ def remove_column_mapping(delta_log: DeltaLog, snapshot: Snapshot, feature: str)
         replace(current.metadata, schema_string=schema.to_json(), configuration=conf)
     )
     txn.read_whole_table()
+    domains = _clustering_by_logical_names(current)
     try:
-        txn.commit([*removes, *adds], operations.Operation("REMOVE COLUMN MAPPING", {}))
+        txn.commit([*removes, *adds, *domains], operations.Operation("REMOVE COLUMN MAPPING", {}))
     except BaseException:
         for add in adds:
             delta_log.store.delete(resolve(current.table_root, add.path))
         raise
     return True
+
+
+def _clustering_by_logical_names(snapshot: Snapshot) -> list[DomainMetadata]:
+    """The ``delta.clustering`` domain with its columns renamed from physical to logical names
+    (the reference records physical names under column mapping); empty when unclustered."""
+    from deltalog.commands.create_table import CLUSTERING_DOMAIN
+
+    domain = next((d for d in snapshot.domain_metadata if d.domain == CLUSTERING_DOMAIN), None)
+    if domain is None or not domain.configuration:
+        return []
+    config = json.loads(domain.configuration)
+    renamed = []
+    for parts in config.get("clusteringColumns") or []:
+        names: list[str] = []
+        struct: Any = snapshot.schema
+        for part in parts if isinstance(parts, list) else [parts]:
+            field = None
+            if isinstance(struct, StructType):
+                field = next((f for f in struct.fields if f.physical_name == part), None)
+            names.append(field.name if field is not None else part)
+            struct = field.type if field is not None else None
+        renamed.append(names)
+    config["clusteringColumns"] = renamed
+    return [DomainMetadata(CLUSTERING_DOMAIN, json.dumps(config))]
 
 
 def in_use(snapshot: Snapshot) -> bool:
