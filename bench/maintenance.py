@@ -12,8 +12,9 @@ All three use the same target (128 MiB: files below it are compacted, bins up to
 leaves one file. Each figure is the median of 3 runs, the engines interleaved; Spark runs once
 untimed first (JIT, Python workers). Goal: ratio <= 1.0.
 
-Then the checkpoint of a 1M-file log against deltalake's ``create_checkpoint``
-(``bench/checkpoint.py``, fresh processes alternating).
+Then VACUUM and CONVERT TO DELTA of many-partition tables, driver and Spark paths
+(``bench/maintenance_spread.py``), and the checkpoint of a 1M-file log against deltalake's
+``create_checkpoint`` (``bench/checkpoint.py``, fresh processes alternating).
 
 ``--quick``: 200 files, one run each, and a 100k-file checkpoint. Run by hand:
 ``./dev bench maintenance``.
@@ -150,6 +151,9 @@ def main() -> None:
         m = statistics.median(runs)
         print(f"{name:<16} {m:>8.2f} {left[name]:>11} {m / theirs:>6.2f}", flush=True)
     shutil.rmtree(WORK / "run", ignore_errors=True)
+    from maintenance_spread import run_all  # bench/ is on sys.path when run as a script
+
+    run_all(spark, quick=args.quick, runs=repeat)
     spark.stop()
     from checkpoint import compare, ensure_log  # bench/ is on sys.path when run as a script
 

@@ -21,8 +21,10 @@ from deltalog.schema import StructType, parse_schema
 from deltalog.table_properties import TableProperties
 
 if TYPE_CHECKING:
+    from deltalog.log.checkpoint_writer import CheckpointOptions
     from deltalog.log.replay import InMemoryLogReplay
     from deltalog.log.segment import LogSegment
+    from deltalog.storage.base import LogStore
 
 
 class Snapshot:
@@ -176,6 +178,17 @@ class Snapshot:
         if self._spark_state is not None:
             return self._spark_state.tombstones()
         return self._replay.tombstones()
+
+    def write_sidecars(self, store: LogStore, options: CheckpointOptions) -> list[Any] | None:
+        """This version's file actions written as V2 checkpoint sidecars by the snapshot's
+        engine (a list of ``checkpoint_writer.WrittenSidecar``, checked to hold every live file
+        of the state), or ``None`` when the driver writes them (the driver engine, or a Spark
+        state below its threshold)."""
+        write = getattr(self._spark_state, "write_sidecars", None)
+        if write is None:
+            return None
+        result: list[Any] | None = write(store, self.version, options)
+        return result
 
     @property
     def num_of_files(self) -> int:

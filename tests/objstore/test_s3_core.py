@@ -201,6 +201,16 @@ def test_listing_starts_after_a_version_and_skips_side_files(s3: dict[str, Any])
     with pytest.raises(FileNotFoundError):
         store.list_from(f"{s3['root']}/absent/_delta_log", "0")
     assert store.read_range(f"{log}/00000000000000000010.checkpoint.parquet", 0, 1) == b"x"  # type: ignore[attr-defined]
+    # One level, hidden names included (VACUUM's split listing).
+    files, directories = store.list_children(log)
+    assert directories == ["_sidecars"]
+    assert sorted(f.name for f in files) == sorted(
+        [f"{v:020d}.json" for v in range(12)]
+        + ["00000000000000000010.checkpoint.parquet", ".00000000000000000011.json.crc"]
+    )
+    assert all(f.path.startswith(f"{log}/") and f.size > 0 for f in files)
+    assert store.list_children(f"{s3['root']}/t") == ([], ["_delta_log"])
+    assert store.list_children(f"{s3['root']}/absent") == ([], [])
 
 
 def test_parquet_footer_read_by_range(s3: dict[str, Any]) -> None:

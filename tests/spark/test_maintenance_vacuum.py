@@ -6,6 +6,7 @@ delta-spark returns and the session confs they read. The semantics are tested wi
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import time
 from pathlib import Path
@@ -60,6 +61,66 @@ def test_vacuum_shapes_and_retention_conf(spark: Any, tmp_path: Path) -> None:
         assert ops == ["VACUUM END", "VACUUM START"]
     finally:
         spark.conf.unset(CHECK)
+
+
+def test_vacuum_in_spark_tasks_deletes_what_the_driver_does(spark: Any, tmp_path: Path) -> None:
+    """With the listing threshold at one directory and parallel deletes on, VACUUM lists and
+    deletes in Spark tasks (jobs seen in the job group); on a copy of the same table the
+    driver deletes the same files, and both equal deltalake's dry run (less its one known
+    departure)."""
+    import shutil
+
+    import deltalake
+
+    from deltalog.spark.vacuum_ops import SparkFileOps
+
+    path = _table(tmp_path / "a")
+    for rel in ("zz/deep/x.bin", "p=b/old.parquet", "_tmp/kept.bin", "p=a/.kept.bin"):
+        f = Path(path) / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(b"x")
+        os.utime(f, (time.time() - 86_400,) * 2)
+    copy = str(tmp_path / "b")
+    shutil.copytree(path, copy)
+    # delta-rs also lists hidden names below the top level, which the reference never does
+    # (see tests/unit/test_vacuum.py): its dry run less that one file.
+    theirs = set(
+        deltalake.DeltaTable(path).vacuum(
+            retention_hours=0, dry_run=True, enforce_retention_duration=False, full=True
+        )
+    ) - {"p=a/.kept.bin"}
+    keys = {
+        CHECK: "false",
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "1",
+        "spark.databricks.delta.vacuum.parallelDelete.enabled": "true",
+    }
+    for k, v in keys.items():
+        spark.conf.set(k, v)
+    group = f"vacuum-{time.time_ns()}"
+    spark.sparkContext.setJobGroup(group, "VACUUM in tasks")
+    try:
+        ops = SparkFileOps.for_session(spark, path)
+        assert (ops.listing_threshold, ops.parallel_delete) == (1, True)
+        DeltaTable.forPath(spark, path).vacuum(0)
+        jobs = spark.sparkContext.statusTracker().getJobIdsForGroup(group)
+    finally:
+        spark.sparkContext.setJobGroup("", "")
+        for k in keys:
+            spark.conf.unset(k)
+    driver = deltalog.vacuum(copy, 0, enforce_retention_duration=False)
+    assert len(jobs) >= 2  # the listing job and the delete job
+    assert {os.path.relpath(p, copy) for p in driver.paths} == theirs
+    assert {"zz/deep/x.bin", "p=b/old.parquet", "p=a/orphan.parquet"} <= theirs
+
+    def left(root: str) -> set[str]:
+        return {str(f.relative_to(root)) for f in Path(root).rglob("*") if f.is_file()}
+
+    assert left(path) == left(copy)
+    assert "_tmp/kept.bin" in left(path) and "p=a/.kept.bin" in left(path)
+    assert not theirs & left(path)
+    end = json.loads((Path(path) / "_delta_log" / f"{4:020d}.json").read_text().splitlines()[0])
+    assert end["commitInfo"]["operationMetrics"]["numDeletedFiles"] == str(len(theirs))
+    assert canonical(oracle_rows(path)) == canonical(oracle_rows(copy))
 
 
 def test_restore_metrics_and_rows(spark: Any, tmp_path: Path) -> None:

@@ -174,3 +174,60 @@ def test_schemas_convert_to_spark_and_back(spark: Any, rel: str) -> None:
     assert from_spark_schema(spark_schema) == schema
     # Spark accepts it as a read schema (an empty DataFrame of that shape).
     assert spark.createDataFrame([], spark_schema).schema == spark_schema
+
+
+def test_v2_checkpoint_sidecars_written_in_spark_tasks(spark: Any, tmp_path: Path) -> None:
+    """Above the threshold, a Spark-engine snapshot of a V2 table writes its sidecars in tasks
+    (one per state partition); the checkpoint holds the file actions the driver writer puts in
+    its own on a copy, and with the commits gone DuckDB reads the input's rows from it."""
+    import json
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    import deltalog
+    from deltalog.log.reader import checkpoint_sidecar_paths
+    from deltalog.spark.state import CHECKPOINT_THRESHOLD_KEY
+    from deltalog.storage.local import LocalLogStore
+    from tests.conformance.rows import canonical, duckdb_rows
+    from tests.unit.test_checkpoint_writer import drop_log_files_through
+
+    root = tmp_path / "v2"
+    data = pa.table({"id": pa.array(range(80), pa.int64()), "p": [str(i % 2) for i in range(80)]})
+    deltalog.write_table(
+        str(root),
+        data,
+        partition_by=["p"],
+        configuration={"delta.checkpointPolicy": "v2", "delta.checkpointInterval": "1000"},
+        max_records_per_file=10,
+    )
+    deltalog.delete(str(root), "id < 20")  # tombstones
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+
+    spark.conf.set(CHECKPOINT_THRESHOLD_KEY, "1")
+    try:
+        DeltaLog(str(root), spark=spark, engine="spark").checkpoint()
+    finally:
+        spark.conf.unset(CHECKPOINT_THRESHOLD_KEY)
+    DeltaLog(str(copy), engine="driver").checkpoint()
+
+    def file_actions(table: Path) -> tuple[int, list[str]]:
+        DeltaLog.clear_cache()
+        s = DeltaLog(str(table), engine="driver").update()
+        cp = s.segment.checkpoint
+        assert cp is not None and cp.version == s.version == 1
+        paths = checkpoint_sidecar_paths(LocalLogStore(), cp, table=str(table))
+        rows = pa.concat_tables([pq.read_table(p) for p in paths])
+        actions = [
+            json.dumps({k: v for k, v in r.items() if v is not None}, sort_keys=True, default=str)
+            for r in rows.to_pylist()
+        ]
+        return len(paths), sorted(actions)
+
+    (n_ours, ours), (_, theirs) = file_actions(root), file_actions(copy)
+    assert n_ours > 1  # several tasks wrote
+    assert ours == theirs and sum('"add"' in a for a in ours) == 6
+    drop_log_files_through(root, 1, keep=DeltaLog(str(root), engine="driver").update())
+    expected = data.filter(pa.compute.greater_equal(data["id"], 20))
+    assert canonical(duckdb_rows(str(root))) == canonical(expected)

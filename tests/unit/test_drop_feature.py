@@ -3,6 +3,7 @@ TRUNCATE HISTORY), checked with ``deltalake`` and DuckDB reading the table after
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -166,13 +167,50 @@ def test_checkpoint_protection_drops_only_after_history_is_truncated(tmp_path: P
     assert canonical(oracle_rows(root)) == _expected()
 
 
-def test_features_deltalog_cannot_clean_are_refused_while_in_use(tmp_path: Path) -> None:
+def test_column_mapping_in_use_is_removed_by_rewriting_with_logical_names(tmp_path: Path) -> None:
+    """A name-mapped, partitioned table with deletion vectors: every file
+    is rewritten with the schema's names (vector applied), the mapping leaves the metadata,
+    then the feature is dropped behind barrier checkpoints; deltalake and DuckDB read the
+    input's rows and the files' parquet columns are the logical names."""
+    import pyarrow.parquet as pq
+
+    from deltalog.paths import resolve
+
     root = str(tmp_path / "t")
-    deltalog.write_table(root, DATA, configuration={"delta.columnMapping.mode": "name"})
+    conf = {"delta.columnMapping.mode": "name", "delta.enableDeletionVectors": "true"}
+    deltalog.write_table(root, DATA, partition_by=["part"], configuration=conf)
+    deltalog.delete(root, "id in (" + ",".join(map(str, DELETED)) + ")")
+    before = DeltaLog(root).update().all_files_arrow()
+    assert before["deletionVector"].null_count < before.num_rows  # a vector to apply
+
+    drop_feature_support(root, "columnMapping")
+    readers, writers = _protocol(root)
+    assert "columnMapping" not in (readers or []) + (writers or [])
+    s = DeltaLog(root).update()
+    assert s.column_mapping_mode == "none"
+    assert "delta.columnMapping." not in s.metadata.schema_string
+    assert "delta.columnMapping.maxColumnId" not in s.metadata.configuration
+    files = s.all_files_arrow()
+    assert files["deletionVector"].null_count == files.num_rows
+    assert not set(files["path"].to_pylist()) & set(before["path"].to_pylist())
+    for row in files.to_pylist():
+        assert pq.read_schema(resolve(root, row["path"])).names == ["id"]
+        assert set(dict(row["partitionValues"])) == {"part"}
+    ops = _operations(root)
+    assert ops.index("REMOVE COLUMN MAPPING") < ops.index("DROP FEATURE")
+    assert canonical(oracle_rows(root)) == _expected()
+    assert canonical(duckdb_rows(root)) == _expected()
+
+
+def test_column_mapping_with_names_parquet_cannot_hold_is_refused(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    data = pa.table({"my id": pa.array([1, 2], pa.int64())})
+    deltalog.write_table(root, data, configuration={"delta.columnMapping.mode": "name"})
     version = deltalake.DeltaTable(root).version()
     with pytest.raises(DeltaError) as e:
         drop_feature_support(root, "columnMapping")
-    assert e.value.error_class == "DELTA_FEATURE_DROP_REQUIRES_HISTORY_PROTECTION"
+    assert e.value.error_class == "DELTA_INVALID_COLUMN_NAMES_WHEN_REMOVING_COLUMN_MAPPING"
+    assert "my id" in str(e.value)
     assert deltalake.DeltaTable(root).version() == version
 
 
@@ -206,3 +244,46 @@ def test_a_commit_landing_first_fails_the_downgrade(tmp_path: Path) -> None:
         txn.commit([], operations.drop_table_feature("vacuumProtocolCheck", False))
     assert e.value.error_class == "DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL"
     assert "vacuumProtocolCheck" in (_protocol(root)[0] or [])
+
+
+def test_type_widening_in_use_is_removed_by_rewriting_narrow_files(tmp_path: Path) -> None:
+    """A column widened from int to long: the files written while it was int are rewritten as
+    long (the newer file stays), the type-change metadata goes, then the feature is dropped
+    behind barrier checkpoints; deltalake and DuckDB read the input's rows."""
+    import pyarrow.parquet as pq
+
+    from deltalog.paths import resolve
+
+    root = str(tmp_path / "t")
+    narrow = pa.table({"id": pa.array(range(6), pa.int32()), "part": ["a", "b"] * 3})
+    deltalog.write_table(
+        root, narrow, partition_by=["part"], configuration={"delta.enableTypeWidening": "true"}
+    )
+    log = DeltaLog(root)
+    txn = log.start_transaction()
+    meta = txn.snapshot.metadata  # type: ignore[union-attr]
+    schema = json.loads(meta.schema_string)
+    change = [{"toType": "long", "fromType": "integer"}]
+    schema["fields"][0].update(type="long", metadata={"delta.typeChanges": change})
+    txn.update_metadata(dataclasses.replace(meta, schema_string=json.dumps(schema)))
+    txn.commit([], operations.Operation("CHANGE COLUMN", {}))
+    wide = pa.table({"id": pa.array([10, 11], pa.int64()), "part": ["a", "b"]})
+    deltalog.write_table(root, wide, mode="append")
+    wide_files = {a["add"]["path"] for a in _commit_actions(root, 2) if "add" in a}
+    assert "typeWidening" in (_protocol(root)[1] or [])
+
+    drop_feature_support(root, "typeWidening")
+    readers, writers = _protocol(root)
+    assert "typeWidening" not in (readers or []) + (writers or [])
+    s = DeltaLog(root).update()
+    assert "delta.typeChanges" not in s.metadata.schema_string
+    assert "delta.enableTypeWidening" not in s.metadata.configuration
+    live = set(s.all_files_arrow()["path"].to_pylist())
+    assert wide_files <= live and len(live) == 4  # two rewritten + the two newer ones
+    for path in live:
+        assert pq.read_schema(resolve(root, path)).field("id").type == pa.int64()
+    ops = _operations(root)
+    assert ops.index("REORG") < ops.index("DROP FEATURE") and ops[-1] == "DROP FEATURE"
+    expected = canonical(pa.concat_tables([narrow.cast(wide.schema), wide]))
+    assert canonical(oracle_rows(root)) == expected
+    assert canonical(duckdb_rows(root)) == expected

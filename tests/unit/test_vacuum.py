@@ -333,3 +333,30 @@ def test_killed_mid_delete(table: Path) -> None:
     assert not {f for f in _files(table) if f.startswith("extra-")}
     assert _commit(table, version + 3)["operation"] == "VACUUM END"
     assert canonical(oracle_rows(str(table))) == before
+
+
+def test_split_listing_is_the_single_listing(history: Path) -> None:
+    """The listing the Spark layer spreads over tasks (the root's files and directories, then
+    each directory recursively) holds exactly the files and directories of the one-pass
+    listing the driver does."""
+    from deltalog.commands.vacuum_files import (
+        count_directories,
+        hidden_name_test,
+        list_table_files,
+        list_under,
+        top_level,
+    )
+    from deltalog.storage.local import LocalLogStore
+
+    store, root = LocalLogStore(), str(history)
+    hidden = hidden_name_test(["p"], iceberg=False)
+    whole = list_table_files(store, root, hidden)
+    files, directories = top_level(store, root, hidden)
+    assert directories == ["_change_data", "_delta_index_x", "p=a", "p=b", "zz"]
+    assert all("/" not in os.path.relpath(p, root) for p in files["path"].to_pylist())
+    split = pa.concat_tables([files, list_under(store, root, directories, hidden)])
+    assert sorted(split.to_pylist(), key=str) == sorted(whole.files.to_pylist(), key=str)
+    assert count_directories(root, split["path"]) == whole.num_directories == 9
+    listed = _rel(history, split["path"].to_pylist())
+    assert {rel for rel, deleted in ORPHANS if deleted} <= listed
+    assert not {rel for rel, deleted in ORPHANS if not deleted} & listed

@@ -190,6 +190,9 @@ class LogUpTo:
     def list_recursive(self, directory: str) -> Iterator[FileInfo]:
         return self._store.list_recursive(directory)
 
+    def list_children(self, directory: str) -> tuple[list[FileInfo], list[str]]:
+        return self._store.list_children(directory)
+
     def read(self, path: str) -> bytes:
         if path.endswith(f"/{LOG_DIR}/{LAST_CHECKPOINT}"):
             raise FileNotFoundError(path)

@@ -11,7 +11,8 @@
 * The schema is the files' parquet schemas merged (nullable; the partition columns appended
   with their given types); two files disagreeing on a column's type is an error. Each file's
   ``add.stats`` (``numRecords``, min/max, null counts) comes from its footer. Footers are read
-  on a thread pool.
+  through the ``footer_reader`` seam: on a thread pool by default (:func:`read_footers`); the
+  Spark layer reads them in tasks for many files (:mod:`deltalog.spark.convert_footers`).
 * Version 0 is committed with operation ``CONVERT`` (``numFiles``, ``partitionedBy``,
   ``collectStats``, ``sourceFormat``; metric ``numConvertedFiles``), then checkpointed, as the
   reference's ``commitLarge``. A directory that is already a Delta table is left alone.
@@ -19,11 +20,10 @@
 
 from __future__ import annotations
 
-import io
 import logging
 import posixpath
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -35,6 +35,7 @@ from deltalog.delta_log import DeltaLog
 from deltalog.errors import manage as manage_errors
 from deltalog.partition_values import parse_partition_value
 from deltalog.schema import StructField, StructType, as_nullable, schema_from_arrow, simple_string
+from deltalog.storage import is_remote
 from deltalog.storage.base import FileInfo, LogStore
 from deltalog.txn import operations
 from deltalog.write.partitioning import encode_log_path
@@ -47,6 +48,13 @@ log = logging.getLogger(__name__)
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _FOOTER_THREADS = 8
+
+
+FooterReader = Callable[[LogStore, str, Sequence[str], str], "list[pq.FileMetaData]"]
+"""``(store, table root, file paths, source format) -> footers`` in the order of the paths.
+
+Raises ``DELTA_CONVERT_NON_PARQUET_TABLE`` for a file that is not parquet, and
+``FileNotFoundError`` for one that vanished, as :func:`read_footers` does."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +81,12 @@ def convert_to_delta(
     collect_stats: bool = True,
     source_format: str | None = "parquet",
     store: LogStore | None = None,
+    footer_reader: FooterReader | None = None,
 ) -> ConvertResult:
     """Convert the parquet directory at ``path`` into a Delta table (version 0).
+
+    ``footer_reader`` reads the files' parquet footers (default :func:`read_footers`, threads
+    in this process).
 
     Raises:
         TableNotFoundError: ``DELTA_CONVERT_EMPTY_DIRECTORY`` (no data files).
@@ -94,7 +106,9 @@ def convert_to_delta(
     files = _list_files(delta_log.store, root, partition_schema)
     if not files:
         raise manage_errors.convert_empty_directory(root)
-    footers = _read_footers(delta_log.store, root, files, source_format or "parquet")
+    read = footer_reader or read_footers
+    paths = [f.info.path for f in files]
+    footers = read(delta_log.store, root, paths, source_format or "parquet")
     data_schema = _merged_schema(root, files, footers, partition_schema)
     schema = StructType((*data_schema.fields, *as_nullable(partition_schema).fields))
     partition_columns = tuple(f.name for f in partition_schema.fields)
@@ -174,23 +188,39 @@ def _check_castable(table: str, field: StructField, value: str | None) -> None:
 # -- footers, schema and stats --------------------------------------------------------------------
 
 
-def _read_footers(
-    store: LogStore, root: str, files: Sequence[_SourceFile], source_format: str
+def read_footers(
+    store: LogStore, root: str, paths: Sequence[str], source_format: str
 ) -> list[pq.FileMetaData]:
+    """The footers of ``paths`` read on a thread pool (see :data:`FooterReader`)."""
+
+    def one(path: str) -> pq.FileMetaData:
+        meta = read_footer(store, path)
+        if meta is None:
+            raise manage_errors.convert_non_parquet_table(root, source_format)
+        return meta
+
+    with ThreadPoolExecutor(max_workers=_FOOTER_THREADS) as pool:
+        return list(pool.map(one, paths))
+
+
+def read_footer(store: LogStore, path: str) -> pq.FileMetaData | None:
+    """The parquet footer of ``path`` (read by range on object stores), ``None`` when it is not
+    a parquet file. Runs wherever footers are read (driver threads or Spark tasks).
+
+    Raises:
+        FileNotFoundError: the file is gone.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    def footer(f: _SourceFile) -> pq.FileMetaData:
-        try:
-            return pq.read_metadata(io.BytesIO(store.read(f.info.path)))
-        except (pa.ArrowInvalid, OSError) as e:
-            if isinstance(e, FileNotFoundError):
-                raise
-            log.debug("not parquet: %s (%s)", f.info.path, e)
-            raise manage_errors.convert_non_parquet_table(root, source_format) from None
-
-    with ThreadPoolExecutor(max_workers=_FOOTER_THREADS) as pool:
-        return list(pool.map(footer, files))
+    try:
+        source = store.open_input(path) if is_remote(path) else path  # type: ignore[attr-defined]
+        return pq.read_metadata(source)
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowInvalid, OSError) as e:
+        log.debug("not parquet: %s (%s)", path, e)
+        return None
 
 
 def _merged_schema(

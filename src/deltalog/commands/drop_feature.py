@@ -7,9 +7,12 @@ A drop runs in two stages, as in the reference:
    unset ``delta.enableDeletionVectors``, rewrite every file that has a vector (``REORG ...
    APPLY (PURGE)``) and commit tombstones for the vector files of removed files; V2
    checkpoints: set ``delta.checkpointPolicy=classic``; in-commit timestamps: disable them and
-   drop their provenance properties; ``checkpointProtection``: truncate the history it protects.
-   Features whose traces deltalog does not remove itself (CHECK constraints, domains, identity
-   and row tracking, column mapping, type widening) are refused while in use, with what to do.
+   drop their provenance properties; ``checkpointProtection``: truncate the history it protects;
+   type widening: rewrite the files with narrower types and drop the type-change metadata
+   (:mod:`deltalog.commands.drop_type_widening`); column mapping: rewrite every file with the
+   logical names and drop the mapping (:mod:`deltalog.commands.drop_column_mapping`). Features
+   whose traces deltalog does not remove itself (CHECK constraints, domains, identity and row
+   tracking) are refused while in use, with what to do.
 2. **Protocol downgrade**: one ``DROP FEATURE`` commit with the weakest protocol for the
    remaining features, after checking (on the transaction's snapshot) that no trace is left.
 
@@ -280,8 +283,23 @@ def _truncate_protected_history(delta_log: DeltaLog, snapshot: Snapshot, feature
     return False
 
 
+def _remove_column_mapping(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool:
+    from deltalog.commands.drop_column_mapping import remove_column_mapping
+
+    return remove_column_mapping(delta_log, snapshot, feature)
+
+
+def _remove_type_widening(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool:
+    from deltalog.commands.drop_type_widening import remove_type_widening
+
+    return remove_type_widening(delta_log, snapshot, feature)
+
+
 _PRE_DOWNGRADE: dict[str, PreDowngrade] = {
     "deletionVectors": _purge_deletion_vectors,
+    "columnMapping": _remove_column_mapping,
+    "typeWidening": _remove_type_widening,
+    "typeWidening-preview": _remove_type_widening,
     "v2Checkpoint": _classic_checkpoints,
     "inCommitTimestamp": _disable_in_commit_timestamps,
     CHECKPOINT_PROTECTION: _truncate_protected_history,
@@ -412,6 +430,20 @@ def _uses_feature(feature: str, action: Mapping[str, object]) -> bool:
             conf = meta.get("configuration") or {}
             return str(conf.get("delta.checkpointPolicy", "classic")).lower() == "v2"
         return "checkpointMetadata" in action or "sidecar" in action
+    if feature == "columnMapping":
+        meta = action.get("metaData")
+        if not isinstance(meta, dict):
+            return False
+        conf = meta.get("configuration") or {}
+        mode = str(conf.get("delta.columnMapping.mode", "none")).lower()
+        return mode != "none" or "delta.columnMapping." in str(meta.get("schemaString") or "")
+    if feature in ("typeWidening", "typeWidening-preview"):
+        meta = action.get("metaData")
+        if not isinstance(meta, dict):
+            return False
+        conf = meta.get("configuration") or {}
+        enabled = str(conf.get("delta.enableTypeWidening", "false")).lower() == "true"
+        return enabled or "delta.typeChanges" in str(meta.get("schemaString") or "")
     return False
 
 

@@ -223,15 +223,25 @@ def plan_purge(snapshot: Snapshot, settings: OptimizeSettings | None = None) -> 
     reference's purge strategy; DROP FEATURE deletionVectors runs it)."""
     import pyarrow.compute as pc
 
-    settings = settings or OptimizeSettings()
     files = snapshot.all_files_arrow()
-    with_vector = files.filter(pc.is_valid(files.column("deletionVector")))
+    return plan_rewrite(
+        snapshot, files.filter(pc.is_valid(files.column("deletionVector"))), settings
+    )
+
+
+def plan_rewrite(
+    snapshot: Snapshot, files: pa.Table, settings: OptimizeSettings | None = None
+) -> OptimizePlan:
+    """Bins that rewrite exactly ``files`` (live ``add`` rows of ``snapshot``), packed per
+    partition as compaction packs them (purges, type-widening rewrites)."""
+    settings = settings or OptimizeSettings()
     bins = [
         Bin(values, packed)
-        for values, group in _by_partition(snapshot, with_vector)
+        for values, group in _by_partition(snapshot, files)
         for packed in _pack(group, settings.max_file_size)
     ]
-    return OptimizePlan(snapshot, tuple(bins), (), None, (), settings, files.num_rows)
+    total = snapshot.all_files_arrow().num_rows
+    return OptimizePlan(snapshot, tuple(bins), (), None, (), settings, total)
 
 
 def clustering_columns(snapshot: Snapshot) -> tuple[str, ...]:

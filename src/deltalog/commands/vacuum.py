@@ -3,13 +3,15 @@
 1. The threshold is now minus the retention: the one given (whole hours, as the reference
    rounds them) or the table's ``delta.deletedFileRetentionDuration`` (7 days). A given
    retention below the table's fails unless the check is off; a negative one always fails.
-2. Candidates: FULL lists the table (:func:`vacuum_files.list_table_files`); LITE reads the
+2. Candidates: FULL lists the table (through the ``file_ops`` seam,
+   :mod:`deltalog.commands.vacuum_ops`); LITE reads the
    removes and change files of the commits the previous LITE run had not reached
    (:mod:`deltalog.commands.vacuum_lite`).
 3. Candidates older than the threshold that no live file, recent tombstone or deletion vector
    protects are deleted (:func:`vacuum_files.select_deletable`).
 4. A dry run returns them and changes nothing. A real run commits an empty ``VACUUM START``
-   (files and bytes to delete), deletes on driver threads, then commits ``VACUUM END``
+   (files and bytes to delete), deletes (on driver threads, or wherever the
+   ``file_ops`` seam runs them), then commits ``VACUUM END``
    (``COMPLETED`` with counts, or ``FAILED`` before re-raising), and records the LITE horizon.
 
 Retention: classic delta-spark honours ``retentionHours``; since 4.1 the reference ignores any
@@ -25,19 +27,14 @@ from __future__ import annotations
 import logging
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.commands.vacuum_files import (
-    hidden_name_test,
-    list_table_files,
-    protected_paths,
-    select_deletable,
-)
+from deltalog.commands.vacuum_files import hidden_name_test, protected_paths, select_deletable
 from deltalog.commands.vacuum_lite import lite_candidates, write_last_vacuum_info
+from deltalog.commands.vacuum_ops import DEFAULT_DELETE_THREADS, DriverFileOps, VacuumFileOps
 from deltalog.delta_log import DeltaLog
 from deltalog.errors.vacuum import vacuum_retention_negative, vacuum_retention_too_short
 from deltalog.features import check_write_supported
@@ -48,7 +45,6 @@ from deltalog.txn import operations
 log = logging.getLogger(__name__)
 
 HOUR_MS = 3_600_000
-DEFAULT_DELETE_THREADS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +89,7 @@ def vacuum(
     enforce_retention_duration: bool = True,
     store: LogStore | None = None,
     delete_threads: int = DEFAULT_DELETE_THREADS,
+    file_ops: VacuumFileOps | None = None,
     now_ms: int | None = None,
 ) -> VacuumResult:
     """Delete the files of the table at ``path`` that no version within the retention needs.
@@ -105,7 +102,10 @@ def vacuum(
         enforce_retention_duration: refuse a retention below the table's (Spark conf
             ``spark.databricks.delta.retentionDurationCheck.enabled``).
         store: storage to use (local files by default).
-        delete_threads: parallel deletes on this machine.
+        delete_threads: parallel deletes on this machine (with the default ``file_ops``).
+        file_ops: how the FULL listing and the deletes run (default: in this process,
+            :class:`~deltalog.commands.vacuum_ops.DriverFileOps`; the Spark layer passes
+            one that runs them in Spark tasks).
         now_ms: the clock (tests).
 
     Raises:
@@ -122,7 +122,8 @@ def vacuum(
     specified_ms = retention_ms(retention_hours)
     check_retention(snapshot.table_root, specified_ms, default_ms, enforce_retention_duration)
     threshold = now - (specified_ms if specified_ms is not None else default_ms)
-    plan = _plan(delta_log, snapshot, threshold, lite=lite)
+    ops = file_ops if file_ops is not None else DriverFileOps(delete_threads)
+    plan = _plan(delta_log, snapshot, threshold, ops, lite=lite)
     paths = tuple(plan.files["path"].to_pylist())
     size = int(pc.sum(plan.files["size"]).as_py() or 0)
     result = VacuumResult(paths, size, 0, dry_run, lite, threshold)
@@ -146,7 +147,7 @@ def vacuum(
     )
     start_version = delta_log.start_transaction().commit([], start)
     try:
-        deleted = delete_files(delta_log.store, paths, delete_threads)
+        deleted = ops.delete_files(delta_log.store, paths)
     except BaseException:
         _commit_end(delta_log, operations.vacuum_end(None, None))
         raise
@@ -177,28 +178,15 @@ def check_retention(table: str, specified_ms: int | None, default_ms: int, enfor
         raise vacuum_retention_too_short(table, math.ceil(default_ms / HOUR_MS))
 
 
-def delete_files(store: LogStore, paths: tuple[str, ...], threads: int) -> int:
-    """Delete ``paths`` on ``threads`` threads; returns how many existed and were deleted."""
-
-    def one(path: str) -> int:
-        if not store.exists(path):
-            return 0
-        store.delete(path)
-        return 1
-
-    if threads <= 1 or len(paths) < 2:
-        return sum(one(p) for p in paths)
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="vacuum-delete") as pool:
-        return sum(pool.map(one, paths))
-
-
-def _plan(delta_log: DeltaLog, snapshot: Snapshot, threshold: int, *, lite: bool) -> Plan:
+def _plan(
+    delta_log: DeltaLog, snapshot: Snapshot, threshold: int, ops: VacuumFileOps, *, lite: bool
+) -> Plan:
     protected = protected_paths(snapshot, threshold)
     if lite:
         scan = lite_candidates(delta_log, snapshot, threshold)
         return Plan(select_deletable(scan.files, protected, threshold), 1, scan.horizon)
     hidden = hidden_name_test(_partition_dir_names(snapshot), _iceberg(snapshot))
-    listing = list_table_files(delta_log.store, snapshot.table_root, hidden)
+    listing = ops.list_files(delta_log.store, snapshot.table_root, hidden)
     files = select_deletable(listing.files, protected, threshold)
     return Plan(files, listing.num_directories, None)
 

@@ -26,7 +26,7 @@ from deltalog.actions import DeletionVectorDescriptor
 from deltalog.deletion_vectors import dv_file_path
 from deltalog.paths import resolve
 from deltalog.snapshot import Snapshot
-from deltalog.storage.base import LogStore
+from deltalog.storage.base import FileInfo, LogStore
 
 CANDIDATE_SCHEMA = pa.schema(
     [("path", pa.string()), ("size", pa.int64()), ("modificationTime", pa.int64())]
@@ -123,25 +123,56 @@ def hidden_name_test(partition_columns: Iterable[str], iceberg: bool) -> HiddenN
 
 def list_table_files(store: LogStore, root: str, hidden: HiddenNames) -> Listing:
     """Every file under ``root`` outside hidden names (at any depth), with size and mtime."""
+    files = filter_listing(root, store.list_recursive(root), hidden)
+    return Listing(files, count_directories(root, files["path"]))
+
+
+def top_level(store: LogStore, root: str, hidden: HiddenNames) -> tuple[pa.Table, list[str]]:
+    """The candidate files directly under ``root`` and the names of its directories that are
+    not hidden, sorted: with :func:`list_under` on those directories, the same files as
+    :func:`list_table_files`, split so the directories can be listed in parallel."""
+    infos, directories = store.list_children(root)
+    return filter_listing(root, infos, hidden), sorted(d for d in directories if not hidden(d))
+
+
+def list_under(
+    store: LogStore, root: str, directories: Iterable[str], hidden: HiddenNames
+) -> pa.Table:
+    """The candidate files below ``directories`` (names of directories directly under
+    ``root``); runs wherever the listing runs (driver or Spark tasks)."""
+    base = root.rstrip("/")
+    parts = [filter_listing(root, store.list_recursive(f"{base}/{d}"), hidden) for d in directories]
+    return pa.concat_tables([candidate_table(()), *parts])
+
+
+def filter_listing(root: str, infos: Iterable[FileInfo], hidden: HiddenNames) -> pa.Table:
+    """The listed files below ``root`` (never outside it) with no hidden name in their path
+    relative to it, as ``CANDIDATE_SCHEMA`` rows."""
     paths: list[str] = []
     sizes: list[int] = []
     times: list[int] = []
-    directories: set[str] = set()
     prefix = root.rstrip("/") + "/"
-    for info in store.list_recursive(root):
+    for info in infos:
         if not info.path.startswith(prefix):
             continue  # never outside the root
-        relative = info.path[len(prefix) :]
-        parts = relative.split("/")
-        if any(hidden(p) for p in parts):
+        if any(hidden(p) for p in info.path[len(prefix) :].split("/")):
             continue
         paths.append(info.path)
         sizes.append(info.size)
         times.append(info.modification_time)
+    return pa.table([paths, sizes, times], schema=CANDIDATE_SCHEMA)
+
+
+def count_directories(root: str, paths: pa.Array | pa.ChunkedArray) -> int:
+    """Directories holding ``paths`` (every ancestor below ``root``), plus the root itself:
+    the reference's ``numVacuumedDirectories``."""
+    prefix_len = len(root.rstrip("/")) + 1
+    directories: set[str] = set()
+    for path in _as_array(paths).to_pylist():
+        parts = path[prefix_len:].split("/")
         for depth in range(1, len(parts)):
             directories.add("/".join(parts[:depth]))
-    table = pa.table([paths, sizes, times], schema=CANDIDATE_SCHEMA)
-    return Listing(table, len(directories) + 1)
+    return len(directories) + 1
 
 
 def candidate_table(rows: Iterable[tuple[str, int, int]]) -> pa.Table:

@@ -129,6 +129,19 @@ def drop_table_feature_in_use(table: str, name: str, traces: str, fix: str) -> D
     )
 
 
+def invalid_column_names_when_removing_column_mapping(
+    table: str, names: Iterable[str]
+) -> DeltaWriteError:
+    return DeltaWriteError(
+        "DELTA_INVALID_COLUMN_NAMES_WHEN_REMOVING_COLUMN_MAPPING",
+        "Found invalid character(s) among ' ,;{}()\\n\\t=' in the column names of the schema: "
+        f"{', '.join(sorted(names))}. Column mapping cannot be removed while they are there; "
+        "nothing was committed.",
+        table=table,
+        help="rename those columns, then drop the feature again.",
+    )
+
+
 def drop_table_feature_needs_history_protection(
     table: str, name: str, truncate_history: bool
 ) -> UnsupportedFeatureError:

@@ -160,6 +160,19 @@ def write_checkpoint(
     """
     options = options or CheckpointOptions()
     v2 = _uses_v2_checkpoints(snapshot)
+    if v2:
+        # A big Spark-engine state writes its sidecars in tasks, validated there (the same
+        # replay that reads it); the top-level file and ``_last_checkpoint`` come after.
+        sidecars = snapshot.write_sidecars(store, options)
+        if sidecars is not None:
+            head = pa.Table.from_pylist(
+                [a.wrap() for a in _non_file_actions(snapshot, v2=True)],
+                schema=checkpoint_schema(v2=True),
+            )
+            written = _write_v2_top(store, snapshot, head, sidecars, options)
+            return _write_last_checkpoint(
+                store, snapshot.segment.log_root, snapshot.version, written
+            )
     head, files = checkpoint_rows(snapshot, v2=v2)
     num_adds = files.num_rows - files["add"].null_count
     if num_adds != snapshot.num_of_files:
@@ -192,11 +205,19 @@ def checkpoint_rows(snapshot: Snapshot, *, v2: bool = False) -> tuple[pa.Table, 
     schema = checkpoint_schema(v2=v2)
     head = [a.wrap() for a in _non_file_actions(snapshot, v2=v2)]
     head_table = pa.Table.from_pylist(head, schema=schema)
+    files = file_rows(snapshot.all_files_arrow(), snapshot.tombstones_arrow(), v2=v2)
+    return head_table, files
 
+
+def file_rows(adds_table: pa.Table, removes_table: pa.Table, *, v2: bool = False) -> pa.Table:
+    """Checkpoint rows (:func:`checkpoint_schema`) of live ``add`` actions, then tombstones,
+    both given as flat tables with the log's column names (as the snapshot's accessors give
+    them). Runs wherever a checkpoint's file rows are made (the driver or Spark tasks)."""
+    schema = checkpoint_schema(v2=v2)
     add_type: pa.StructType = schema.field("add").type
     remove_type: pa.StructType = schema.field("remove").type
-    adds = _as_struct(snapshot.all_files_arrow(), add_type)
-    removes = _as_struct(snapshot.tombstones_arrow(), remove_type)
+    adds = _as_struct(adds_table, add_type)
+    removes = _as_struct(removes_table, remove_type)
     n_add, n_remove = len(adds), len(removes)
     n = n_add + n_remove
     columns = []
@@ -207,7 +228,7 @@ def checkpoint_rows(snapshot: Snapshot, *, v2: bool = False) -> tuple[pa.Table, 
             columns.append(pa.chunked_array([pa.nulls(n_add, remove_type), removes], remove_type))
         else:
             columns.append(pa.chunked_array([pa.nulls(n, field.type)], field.type))
-    return head_table, pa.Table.from_arrays(columns, schema=schema)
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _write_single(store: LogStore, snapshot: Snapshot, table: pa.Table) -> _Written:
@@ -233,6 +254,38 @@ def _write_parts(store: LogStore, snapshot: Snapshot, table: pa.Table, part_size
     )
 
 
+@dataclass(frozen=True, slots=True)
+class WrittenSidecar:
+    """A V2 sidecar file now in ``_delta_log/_sidecars`` and what it holds."""
+
+    sidecar: Sidecar
+    num_actions: int
+    num_adds: int
+
+
+def write_sidecar(
+    store: LogStore, log_root: str, version: int, index: int, count: int, files: pa.Table
+) -> WrittenSidecar:
+    """Write the file rows ``files`` (of :func:`file_rows`) as sidecar ``index`` of ``count``
+    of the V2 checkpoint of ``version``, under a fresh UUID name (so never over another
+    file). The parquet is checked to hold every row before it is written.
+
+    Raises:
+        InternalError: ``DELTA_CHECKPOINT_SNAPSHOT_MISMATCH`` when it does not.
+    """
+    actions = files.select(["add", "remove"])
+    data = _to_parquet(actions)
+    rows = pq.read_metadata(pa.BufferReader(data)).num_rows
+    if rows != actions.num_rows:
+        raise errors.checkpoint_snapshot_mismatch(log_root, version, rows, actions.num_rows)
+    name = f"{version:020d}.checkpoint.{index:010d}.{count:010d}.{uuid.uuid4()}.parquet"
+    path = f"{log_root}/{SIDECAR_DIR}/{name}"
+    store.write_if_absent(path, data)
+    info = store.stat(path)
+    num_adds = actions.num_rows - actions["add"].null_count
+    return WrittenSidecar(Sidecar(name, info.size, info.modification_time), rows, num_adds)
+
+
 def _write_v2(
     store: LogStore,
     snapshot: Snapshot,
@@ -241,21 +294,29 @@ def _write_v2(
     options: CheckpointOptions,
 ) -> _Written:
     """Sidecars of file actions first, then the UUID-named top-level file naming them."""
-    log_root = snapshot.segment.log_root
-    version = snapshot.version
     step = options.sidecar_actions
     count = math.ceil(files.num_rows / step)
-    sidecars: list[Sidecar] = []
-    size = 0
-    actions = files.select(["add", "remove"])
-    for i in range(count):
-        name = f"{version:020d}.checkpoint.{i + 1:010d}.{count:010d}.{uuid.uuid4()}.parquet"
-        path = f"{log_root}/{SIDECAR_DIR}/{name}"
-        data = _to_parquet(actions.slice(i * step, step))
-        store.write_if_absent(path, data)  # a fresh UUID: never there before
-        info = store.stat(path)
-        size += info.size
-        sidecars.append(Sidecar(name, info.size, info.modification_time))
+    log_root, version = snapshot.segment.log_root, snapshot.version
+    sidecars = [
+        write_sidecar(store, log_root, version, i + 1, count, files.slice(i * step, step))
+        for i in range(count)
+    ]
+    return _write_v2_top(store, snapshot, head, sidecars, options)
+
+
+def _write_v2_top(
+    store: LogStore,
+    snapshot: Snapshot,
+    head: pa.Table,
+    written: list[WrittenSidecar],
+    options: CheckpointOptions,
+) -> _Written:
+    """The UUID-named top-level file: ``head`` (non-file actions) and one ``sidecar`` action
+    per sidecar written."""
+    log_root = snapshot.segment.log_root
+    version = snapshot.version
+    sidecars = [w.sidecar for w in written]
+    size = sum(s.size_in_bytes for s in sidecars)
     rows = [s.wrap() for s in sidecars]
     top = pa.concat_tables([head, pa.Table.from_pylist(rows, schema=head.schema)])
     if options.v2_top_level_format == "json":
@@ -268,8 +329,8 @@ def _write_v2(
         store.write_if_absent(path, _to_parquet(top))
         schema = top.schema
     size += store.stat(path).size
-    num_adds = files.num_rows - files["add"].null_count
-    return _Written(top.num_rows - count + files.num_rows, num_adds, size, schema)
+    num_actions = head.num_rows + sum(w.num_actions for w in written)
+    return _Written(num_actions, sum(w.num_adds for w in written), size, schema)
 
 
 def _non_file_actions(snapshot: Snapshot, *, v2: bool) -> list[Action]:

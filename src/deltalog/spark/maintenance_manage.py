@@ -2,8 +2,9 @@
 ``cloneAtVersion``, ``cloneAtTimestamp``, ``generate``, ``upgradeTableProtocol``,
 ``addFeatureSupport``, ``dropFeatureSupport``): identifiers, schemas and timestamps are read
 here, the work is the pure core's (:mod:`deltalog.commands.convert`, ``clone``, ``manifest``,
-``protocol_change``). Everything runs on the driver: footers are read and files copied on
-thread pools, which is fast enough for local and mounted tables.
+``protocol_change``). CONVERT reads the footers of many files in Spark tasks
+(:mod:`deltalog.spark.convert_footers`); the rest runs on the driver, files copied on thread
+pools.
 """
 
 from __future__ import annotations
@@ -58,9 +59,12 @@ def partition_schema(spark: SparkSession, schema: str | T.StructType | None) -> 
 def convert(spark: SparkSession, identifier: str, schema: str | T.StructType | None) -> str:
     """Run CONVERT TO DELTA; the table's path."""
     from deltalog.commands.convert import convert_to_delta
+    from deltalog.spark.convert_footers import footer_reader
 
     path = convert_identifier(identifier)
-    convert_to_delta(path, partition_schema(spark, schema))
+    convert_to_delta(
+        path, partition_schema(spark, schema), footer_reader=footer_reader(spark, path)
+    )
     return path
 
 

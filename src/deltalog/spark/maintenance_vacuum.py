@@ -2,8 +2,10 @@
 ``restoreToTimestamp``): the session's confs are read here, the work is the pure core's
 (:mod:`deltalog.commands.vacuum`, :mod:`deltalog.commands.restore`).
 
-Listing and deleting run on the driver (deletes on a thread pool), not as Spark jobs: a local
-or mounted table lists fast enough from one machine, and the core stays engine-free.
+Listing and deleting go through the core's ``file_ops`` seam with
+:class:`~deltalog.spark.vacuum_ops.SparkFileOps`: a table with many top-level directories is
+listed in Spark tasks, and deletes run in tasks when
+``spark.databricks.delta.vacuum.parallelDelete.enabled``; smaller work stays on the driver.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ def vacuum(
     """Run VACUUM; an empty DataFrame (as delta-spark's Python ``vacuum``), or in a dry run
     the files it would delete as ``file:`` paths in a ``path`` column."""
     from deltalog.commands.vacuum import vacuum as run
+    from deltalog.spark.vacuum_ops import SparkFileOps
 
     if lite is None:
         lite = _flag(spark, LITE_DEFAULT_KEY, False)
@@ -56,6 +59,7 @@ def vacuum(
         dry_run=dry_run,
         lite=lite,
         enforce_retention_duration=_flag(spark, RETENTION_CHECK_KEY, True),
+        file_ops=SparkFileOps.for_session(spark, log.table_root),
     )
     log.update()
     if dry_run:

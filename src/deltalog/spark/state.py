@@ -111,6 +111,10 @@ class SparkState:
         self._collected[key] = conform_table(table, pa.schema(list(struct)))
         return self._collected[key]
 
+    def write_sidecars(self, store: LogStore, version: int, options: Any) -> list[Any] | None:
+        """See :func:`write_sidecars` (V2 checkpoint sidecars written in Spark tasks)."""
+        return write_sidecars(self, store, version, options)
+
     def uncache(self) -> None:
         self._collected.clear()
         if self._df is not None:
@@ -214,3 +218,103 @@ def _read_json(spark: Any, paths: list[str], version: Any) -> Any:
         .json(paths)
         .select(*REPLAY_SCHEMA.names, version.alias(VERSION_COLUMN))
     )
+
+
+# -- V2 checkpoint sidecars written by this engine ------------------------------------------------
+
+CHECKPOINT_THRESHOLD_KEY = "spark.deltalog.checkpoint.parallelWrite.threshold"
+DEFAULT_CHECKPOINT_THRESHOLD = 100_000
+_SIDECAR_RESULT = "name string, size long, modificationTime long, actions long, adds long"
+
+
+def write_sidecars(
+    state: SparkState, store: LogStore, version: int, options: Any
+) -> list[Any] | None:
+    """The state's file actions as V2 sidecars, one per state partition, written in Spark tasks
+    (``None`` below ``spark.deltalog.checkpoint.parallelWrite.threshold`` live files: the
+    driver writes them then).
+
+    Each task turns its rows into checkpoint rows with the core's
+    :func:`~deltalog.log.checkpoint_writer.file_rows` and writes them with
+    :func:`~deltalog.log.checkpoint_writer.write_sidecar` (which checks the parquet holds every
+    row). The driver then checks that the sidecars hold as many live files as the state; if
+    not, it deletes them (no top-level file names them yet) and raises.
+
+    Raises:
+        InternalError: ``DELTA_CHECKPOINT_SNAPSHOT_MISMATCH``.
+    """
+    from pyspark.sql import functions as F
+
+    from deltalog.actions import Sidecar
+    from deltalog.log.checkpoint_writer import WrittenSidecar
+    from deltalog.spark.storage import register_session
+
+    threshold = int(
+        conf_get(state.spark, CHECKPOINT_THRESHOLD_KEY, str(DEFAULT_CHECKPOINT_THRESHOLD))
+    )
+    df = state.dataframe
+    live = df.where(F.col("add").isNotNull()).count()
+    if live < threshold:
+        return None
+    log_root = state.segment.log_root
+    task = functools.partial(
+        _sidecar_task,
+        log_root=log_root,
+        version=version,
+        count=state.snapshot_partitions,
+        options=register_session(state.spark, state.table_root),
+    )
+    out = to_arrow(df.mapInArrow(task, _SIDECAR_RESULT)).to_pylist()
+    written = [
+        WrittenSidecar(
+            Sidecar(r["name"], r["size"], r["modificationTime"]), r["actions"], r["adds"]
+        )
+        for r in out
+    ]
+    adds = sum(w.num_adds for w in written)
+    if adds != live:
+        for w in written:
+            store.delete(f"{log_root}/_sidecars/{w.sidecar.path}")
+        raise errors.checkpoint_snapshot_mismatch(state.table_root, version, adds, live)
+    return written
+
+
+def _sidecar_task(
+    batches: Iterator[pa.RecordBatch], *, log_root: str, version: int, count: int, options: Any
+) -> Iterator[pa.RecordBatch]:
+    """Runs on executors: this partition's add/remove rows as one sidecar."""
+    import pyarrow.compute as pc
+    from pyspark import TaskContext
+
+    from deltalog.log.checkpoint_writer import file_rows, write_sidecar
+    from deltalog.storage import store_for
+
+    tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+    if not tables:
+        return
+    rows = pa.concat_tables(tables).combine_chunks()
+    adds = rows["add"].filter(pc.is_valid(rows["add"])).combine_chunks()
+    removes = rows["remove"].filter(pc.is_valid(rows["remove"])).combine_chunks()
+    files = file_rows(_flat(adds), _flat(removes), v2=True)
+    context = TaskContext.get()
+    index = context.partitionId() + 1 if context is not None else 1
+    store = store_for(log_root, options)
+    w = write_sidecar(store, log_root, version, index, count, files)
+    s = w.sidecar
+    yield pa.RecordBatch.from_pylist(
+        [
+            {
+                "name": s.path,
+                "size": s.size_in_bytes,
+                "modificationTime": s.modification_time,
+                "actions": w.num_actions,
+                "adds": w.num_adds,
+            }
+        ]
+    )
+
+
+def _flat(structs: pa.Array) -> pa.Table:
+    """A struct array as a table of its fields (the form the snapshot's accessors give)."""
+    kind: pa.StructType = structs.type
+    return pa.Table.from_arrays(structs.flatten(), names=[f.name for f in kind])

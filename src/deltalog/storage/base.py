@@ -40,6 +40,12 @@ class LogStore(Protocol):
         An absent directory lists nothing."""
         ...
 
+    def list_children(self, directory: str) -> tuple[list[FileInfo], list[str]]:
+        """The files directly in ``directory`` (hidden ones included) and the names of its
+        subdirectories, both in no set order; an absent directory has neither. Lets callers
+        split a big listing by top-level directory (VACUUM on Spark)."""
+        ...
+
     def read(self, path: str) -> bytes:
         """The whole file. Raises ``FileNotFoundError`` when absent."""
         ...

@@ -47,6 +47,26 @@ class LocalLogStore:
                     continue
                 yield FileInfo(path, st.st_size, st.st_mtime_ns // 1_000_000)
 
+    def list_children(self, directory: str) -> tuple[list[FileInfo], list[str]]:
+        files: list[FileInfo] = []
+        directories: list[str] = []
+        try:
+            with os.scandir(directory) as it:
+                for entry in it:
+                    try:
+                        if entry.is_dir():
+                            directories.append(entry.name)
+                        elif entry.is_file():
+                            st = entry.stat()
+                            files.append(
+                                FileInfo(entry.path, st.st_size, st.st_mtime_ns // 1_000_000)
+                            )
+                    except FileNotFoundError:  # deleted while listing
+                        continue
+        except FileNotFoundError:
+            pass
+        return files, directories
+
     def read(self, path: str) -> bytes:
         with open(path, "rb") as f:
             return f.read()

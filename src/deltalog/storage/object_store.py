@@ -145,6 +145,20 @@ class ObjectLogStore:
             for p, s, t in zip(paths, sizes, times, strict=True):
                 yield FileInfo(self._uri(p, like), int(s), int(t * scale))
 
+    def list_children(self, directory: str) -> tuple[list[FileInfo], list[str]]:
+        import obstore
+
+        prefix = self.key(directory)
+        found = self._call(
+            "LIST", directory, lambda: obstore.list_with_delimiter(self._store, prefix or None)
+        )
+        files = [
+            FileInfo(self._uri(o["path"], directory), int(o["size"]), _ms(o["last_modified"]))
+            for o in found["objects"]
+        ]
+        names = [p.rstrip("/").rsplit("/", 1)[-1] for p in found["common_prefixes"]]
+        return files, names
+
     def _any(self, prefix: str) -> bool:
         import obstore
 
