@@ -121,7 +121,8 @@ if mode == "connect":  # streaming: the Python source and the foreachBatch sink 
          .writeStream.format("delta").option("checkpointLocation", OUT + "-stream-ckpt")
          .trigger(availableNow=True).start(sink))
     q.awaitTermination()
-    out["stream"] = {"sink": sink, "query": q.id}
+    out["stream"] = {"sink": sink, "query": q.id,
+                     "progress": [p["sink"] for p in q.recentProgress]}
 print("RESULT" + json.dumps(out, default=str))
 spark.stop()
 """
@@ -169,6 +170,15 @@ def test_reads_and_writes_match_the_oracles(mode: str, tmp_path: Path) -> None:
         sink = result["stream"]["sink"]
         assert sorted(oracle_rows(sink)["x"].to_pylist()) == [0, 1, 10, 11]
         assert deltalake.DeltaTable(sink).transaction_version(result["stream"]["query"]) == 1
+        # The progress, read over Connect, names the sink and each batch's Delta version.
+        assert result["stream"]["progress"] == [
+            {
+                "description": f"DeltaSink[{sink}]",
+                "numOutputRows": 2,
+                "metrics": {"committedVersion": str(v)},
+            }
+            for v in range(2)
+        ]
     assert sorted(oracle_rows(written).to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "p": "x"},
         {"id": 3, "p": "x"},
