@@ -304,7 +304,7 @@ def test_commits_removed_by_log_cleanup_fail_the_stream_unless_fail_on_data_loss
     from deltalog.log.cleanup import cleanup_expired_logs
 
     table = tmp_path / "t"
-    for i in range(5):
+    for i in range(6):
         _append(table, [i])
     log = DeltaLog.for_table(str(table))
     log.checkpoint(log.get_snapshot_at(3))
@@ -315,19 +315,24 @@ def test_commits_removed_by_log_cleanup_fail_the_stream_unless_fail_on_data_loss
     assert sorted(Path(p).name for p in deleted if p.endswith(".json")) == [
         f"{v:020d}.json" for v in range(3)
     ]
+    # And a gap: version 4's commit lost (the latest state is in version 5's checkpoint).
+    log.checkpoint(log.get_snapshot_at(5))
+    (table / "_delta_log" / f"{4:020d}.json").unlink()
     DeltaLog.clear_cache()
-    # A query whose checkpoint says it has read up to version 1.
     planner = _planner(table)
-    resumed = DeltaSourceOffset(1, -1, False, planner.table_id)
-    with pytest.raises(errors.InvalidTableError) as info:
-        planner.latest_offset(resumed, _limits(planner))
-    assert info.value.error_class == "DELTA_MISSING_FILES_UNEXPECTED_VERSION"
-    assert "from version 1; transaction log starts at 3" in str(info.value)
-    assert 'option("failOnDataLoss", "false")' in str(info.value)
+    # Queries whose checkpoints say they have read up to version 0, and up to version 3.
+    for resumed, (start, earliest) in [(1, (1, 3)), (4, (4, 5))]:
+        offset = DeltaSourceOffset(resumed, -1, False, planner.table_id)
+        with pytest.raises(errors.InvalidTableError) as info:
+            planner.latest_offset(offset, _limits(planner))
+        assert info.value.error_class == "DELTA_MISSING_FILES_UNEXPECTED_VERSION"
+        message = f"from version {start}; transaction log starts at {earliest}"
+        assert message in str(info.value)
+        assert 'option("failOnDataLoss", "false")' in str(info.value)
     lenient = _planner(table, failOnDataLoss="false")
-    batches, end = _drain(lenient, resumed)
-    assert sorted(_rows(lenient, batches)["x"].to_pylist()) == [3, 4]
-    assert end == DeltaSourceOffset(5, -1, False, lenient.table_id)
+    batches, end = _drain(lenient, DeltaSourceOffset(1, -1, False, lenient.table_id))
+    assert sorted(_rows(lenient, batches)["x"].to_pylist()) == [3, 5]
+    assert end == DeltaSourceOffset(6, -1, False, lenient.table_id)
 
 
 def test_ignore_file_deletion_is_deprecated_and_lets_changes_through(tmp_path: Path) -> None:
