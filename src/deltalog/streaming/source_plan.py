@@ -11,10 +11,15 @@ Both walk the same sequence: the snapshot's files at the starting version (unles
 ``startingVersion``/``startingTimestamp`` say to start at a commit), ordered by modification
 time then path, then each later commit's ``dataChange`` adds in file order. A commit that
 removes data fails the stream with the reference's error unless an option lets it through
-(``ignoreDeletes``, ``ignoreChanges``, ``skipChangeCommits``); a commit whose schema the
+(``ignoreDeletes``, ``ignoreChanges``, ``skipChangeCommits``, the deprecated
+``ignoreFileDeletion``); a commit whose schema the
 stream's read schema cannot read fails it with ``DELTA_SCHEMA_CHANGED_WITH_VERSION`` (a
-restart picks up the new schema). Under ``readChangeFeed`` the snapshot's rows come out as
-``insert`` and each commit's change rows (the batch change-feed planner's) in one batch.
+restart picks up the new schema). A batch that starts in the snapshot reads on into the commits
+after it while its budget lasts. A version whose commit log cleanup removed fails the stream
+with ``DELTA_MISSING_FILES_UNEXPECTED_VERSION``, or under ``failOnDataLoss=false`` is skipped
+(the stream reads on from the earliest commit left). Under ``readChangeFeed`` the snapshot's
+rows come out as ``insert`` and each commit's change rows (the batch change-feed planner's) in
+one batch.
 
 The planner lives as long as the query's source (one process), so parsed commits and the
 snapshot's file list are cached; :meth:`SourcePlanner.forget_before` drops what a committed
