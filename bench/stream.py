@@ -12,7 +12,11 @@ deltalake. Each run writes a fresh sink:
   files are read in ``ceil(commits / 1000)`` micro-batches;
 * stream, many batches: the same with ``maxFilesPerTrigger=--files-per-batch``: the
   difference to the one-batch run over the extra batches is the per-batch overhead (planning,
-  a Spark job, a sink commit).
+  a Spark job, a sink commit);
+* the same many batches into ``foreachBatch`` writing plain parquet (no Delta commit), and into
+  a ``foreachBatch`` that only counts the rows: Spark's own floor for those batches, so the
+  Delta sink's share of the per-batch overhead is the difference to the first, and the
+  source's read the difference between the two.
 
 Prints rows/s of each and the ratios to the batch read. Run by hand:
 ``python bench/stream.py [--commits N] [--rows N] [--files-per-batch N]``.
@@ -55,21 +59,29 @@ def make_table(root: Path, commits: int, rows: int) -> None:
 
 
 def run_stream(
-    spark: Any, src: Path, sink: Path, files_per_batch: int | None
+    spark: Any, src: Path, sink: Path, files_per_batch: int | None, peer: str | None = None
 ) -> tuple[float, list[dict[str, Any]]]:
     """Seconds to stream every commit of ``src`` (``startingVersion=0``) into a new ``sink``
-    (availableNow), and the query's progress reports (one per batch)."""
+    (availableNow), and the query's progress reports (one per batch). ``peer``: ``"parquet"``
+    writes each batch with ``df.write.parquet`` in ``foreachBatch``, ``"count"`` only counts
+    its rows, instead of the Delta sink."""
     reader = spark.readStream.format("delta").option("startingVersion", 0)
     if files_per_batch is not None:
         reader = reader.option("maxFilesPerTrigger", files_per_batch)
     started = time.perf_counter()
-    query = (
+    writer = (
         reader.load(str(src))
-        .writeStream.format("delta")
-        .option("checkpointLocation", str(sink) + "-checkpoint")
+        .writeStream.option("checkpointLocation", str(sink) + "-checkpoint")
         .trigger(availableNow=True)
-        .start(str(sink))
     )
+    if peer == "parquet":
+        query = writer.foreachBatch(
+            lambda df, _: df.write.mode("append").parquet(str(sink))
+        ).start()
+    elif peer == "count":
+        query = writer.foreachBatch(lambda df, _: df.count()).start()
+    else:
+        query = writer.format("delta").start(str(sink))
     query.awaitTermination()
     return time.perf_counter() - started, list(query.recentProgress)
 
@@ -117,9 +129,14 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-stream-"))
     try:
         run_batch(spark, src, work / "warmup")  # JVM and Python workers warm
+        # The first streaming query starts the source's planner process and the Python workers
+        # that read its files (seconds of imports): not part of any run measured below.
+        run_stream(spark, src, work / "warmup-stream", args.files_per_batch, "count")
         batch = run_batch(spark, src, work / "batch")
         one, one_progress = run_stream(spark, src, work / "stream-one", None)
         many, many_progress = run_stream(spark, src, work / "stream-many", args.files_per_batch)
+        parquet, _ = run_stream(spark, src, work / "parquet", args.files_per_batch, "parquet")
+        count, _ = run_stream(spark, src, work / "count", args.files_per_batch, "count")
         for name in ("batch", "stream-one", "stream-many"):
             got = deltalake.DeltaTable(str(work / name)).to_pyarrow_table().num_rows
             assert got == total, f"{name}: {got} rows, expected {total}"
@@ -137,11 +154,20 @@ def main() -> None:
         f"stream, {many_batches:4d} batches   {many:8.2f} s  {total / many:10.0f} rows/s  "
         f"x{many / batch:.2f} of batch"
     )
+    print(
+        f"peer: same batches, foreachBatch parquet write {parquet:8.2f} s  "
+        f"Delta sink x{many / parquet:.2f} of it; foreachBatch count only {count:8.2f} s"
+    )
     print(f"  phases (ms), {one_batches} batch(es): {phases(one_progress)}")
     print(f"  phases (ms), {many_batches} batches: {phases(many_progress)}")
     extra = many_batches - one_batches
     if extra > 0:
         print(f"per-batch overhead: {(many - one) / extra:.2f} s ({extra} extra batches)")
+    print(
+        f"per batch: Delta sink vs parquet foreachBatch {(many - parquet) / many_batches:+.2f} s, "
+        f"parquet write {(parquet - count) / many_batches:.2f} s, "
+        f"read + Spark's micro-batch {count / many_batches:.2f} s"
+    )
     expected = math.ceil(args.commits / args.files_per_batch)
     assert many_batches >= expected, (many_batches, expected)
 

@@ -134,7 +134,11 @@ def exercise(spark: Any, mode: str, out_path: str) -> dict[str, Any]:
             .start(sink)
         )
         q.awaitTermination()
-        out["stream"] = {"sink": sink, "query": q.id}
+        out["stream"] = {
+            "sink": sink,
+            "query": q.id,
+            "progress": [p["sink"] for p in q.recentProgress],
+        }
     return dict(json.loads(json.dumps(out, default=str)))
 
 
@@ -191,6 +195,15 @@ def test_reads_and_writes_match_the_oracles(
         sink = result["stream"]["sink"]
         assert sorted(oracle_rows(sink)["x"].to_pylist()) == [0, 1, 10, 11]
         assert deltalake.DeltaTable(sink).transaction_version(result["stream"]["query"]) == 1
+        # The progress, read over Connect, names the sink and each batch's Delta version.
+        assert result["stream"]["progress"] == [
+            {
+                "description": f"DeltaSink[{sink}]",
+                "numOutputRows": 2,
+                "metrics": {"committedVersion": str(v)},
+            }
+            for v in range(2)
+        ]
     assert sorted(oracle_rows(written).to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "p": "x"},
         {"id": 3, "p": "x"},

@@ -70,6 +70,8 @@ def _registered(spark: Any) -> None:
 def test_source_to_sink_exactly_once_and_a_replayed_batch_is_skipped(
     spark: Any, tmp_path: Path
 ) -> None:
+    from pyspark.sql.streaming import StreamingQuery
+
     from deltalog.spark.stream_sink import DeltaStreamSink, write_batch
 
     src, sink, ckpt = tmp_path / "src", tmp_path / "sink", tmp_path / "ckpt"
@@ -94,25 +96,49 @@ def test_source_to_sink_exactly_once_and_a_replayed_batch_is_skipped(
     }
     assert latest["operationMetrics"]["numOutputRows"] == "2"
 
+    # The progress shows the source's offsets and, per batch, the sink's Delta version.
+    assert isinstance(query, StreamingQuery)
+    assert [p["sink"]["metrics"]["committedVersion"] for p in query.recentProgress] == ["0", "1"]
+    last = query.lastProgress
+    assert last["sink"]["description"] == f"DeltaSink[{sink}]"
+    assert last["sink"]["numOutputRows"] == 2
+    start = json.loads(last["sources"][0]["startOffset"])
+    assert (start["reservoirVersion"], start["index"], start["isStartingVersion"]) == (2, 1, True)
+
+    # Trigger.Once from the checkpoint: one batch with everything available, whatever the limit.
+    _append(src, [30])
+    _append(src, [40])
+    once = (
+        _stream(spark, src, maxFilesPerTrigger=1)
+        .writeStream.format("delta")
+        .option("checkpointLocation", str(ckpt))
+        .trigger(once=True)
+        .start(str(sink))
+    )
+    once.awaitTermination()
+    assert [p["numInputRows"] for p in once.recentProgress] == [2]
+    assert once.lastProgress["sink"]["metrics"] == {"committedVersion": "2"}
+    assert _xs(sink) == [0, 1, 10, 11, 20, 21, 30, 40]
+
     # Spark replays the last batch after a failure: the sink skips what the table has.
     sink_fn = DeltaStreamSink.create(str(sink), "append", None, {"checkpointLocation": ckpt})
     rows = spark.range(3).selectExpr("id * 1000 AS x")
     version = deltalake.DeltaTable(str(sink)).version()
-    assert write_batch(sink_fn, rows, 1) is None
+    assert write_batch(sink_fn, rows, 2) is None
     assert deltalake.DeltaTable(str(sink)).version() == version
-    assert write_batch(sink_fn, rows, 2) == version + 1
-    assert _xs(sink) == [0, 0, 1, 10, 11, 20, 21, 1000, 2000]
+    assert write_batch(sink_fn, rows, 3) == version + 1
+    assert _xs(sink) == [0, 0, 1, 10, 11, 20, 21, 30, 40, 1000, 2000]
     # A new column needs mergeSchema, as in delta-spark's sink.
     wider = spark.range(1).selectExpr("id + 5 AS x", "'new' AS y")
     with pytest.raises(deltalog.DeltaError, match="DELTA_METADATA_MISMATCH"):
-        write_batch(sink_fn, wider, 3)
+        write_batch(sink_fn, wider, 4)
     merging = DeltaStreamSink.create(
         str(sink), "append", None, {"checkpointLocation": ckpt, "mergeSchema": "true"}
     )
-    write_batch(merging, wider, 3)
+    write_batch(merging, wider, 4)
     merged = deltalake.DeltaTable(str(sink))
     assert merged.schema().to_arrow().names == ["x", "y"]
-    assert merged.transaction_version(query.id) == 3
+    assert merged.transaction_version(query.id) == 4
 
 
 def test_change_feed_stream_and_deletes_per_option(spark: Any, tmp_path: Path) -> None:

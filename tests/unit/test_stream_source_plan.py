@@ -271,3 +271,77 @@ def test_change_feed_stream_equals_the_batch_change_feed(tmp_path: Path) -> None
     kinds = sorted(got["_change_type"].to_pylist())
     assert kinds.count("update_preimage") == 1 and kinds.count("delete") == 2
     np.testing.assert_array_equal(np.unique(got["_commit_version"].to_numpy()), np.arange(4))
+
+
+def test_a_batch_from_the_snapshot_reads_on_into_later_commits(tmp_path: Path) -> None:
+    """``getFileChanges`` of an initial snapshot: the snapshot, then the commits after it
+    while the budget lasts; ``Trigger.Once`` (no limits) takes everything available."""
+    table = tmp_path / "t"
+    _append(table, [0])
+    _append(table, [1])
+    once = _planner(table)
+    start = once.initial_offset()
+    assert start == DeltaSourceOffset(1, -1, True, once.table_id)
+    _append(table, [2])  # committed after the query started, before its first batch
+    _append(table, [3])
+    end = once.latest_offset(start, None)
+    assert end == DeltaSourceOffset(4, -1, False, once.table_id)
+    assert sorted(_rows(once, [once.batch(start, end)])["x"].to_pylist()) == [0, 1, 2, 3]
+    # With a budget: the two snapshot files, then one commit; the next batch reads the last.
+    limited = _planner(table, maxFilesPerTrigger="3")
+    start = DeltaSourceOffset(1, -1, True, limited.table_id)
+    first = limited.latest_offset(start, _limits(limited))
+    assert first == DeltaSourceOffset(3, -1, False, limited.table_id)
+    batches, end = _drain(limited, first)
+    got = _rows(limited, [limited.batch(start, first), *batches])
+    assert sorted(got["x"].to_pylist()) == [0, 1, 2, 3]
+    assert end == DeltaSourceOffset(4, -1, False, limited.table_id)
+
+
+def test_commits_removed_by_log_cleanup_fail_the_stream_unless_fail_on_data_loss_is_false(
+    tmp_path: Path,
+) -> None:
+    from deltalog.log.cleanup import cleanup_expired_logs
+
+    table = tmp_path / "t"
+    for i in range(6):
+        _append(table, [i])
+    log = DeltaLog.for_table(str(table))
+    log.checkpoint(log.get_snapshot_at(3))
+    later = max(r.timestamp for r in log.commit_records()) + 2 * 86_400_000
+    deleted = cleanup_expired_logs(
+        log.store, log.log_root, retention_ms=0, now_ms=later, table=str(table)
+    )
+    assert sorted(Path(p).name for p in deleted if p.endswith(".json")) == [
+        f"{v:020d}.json" for v in range(3)
+    ]
+    # And a gap: version 4's commit lost (the latest state is in version 5's checkpoint).
+    log.checkpoint(log.get_snapshot_at(5))
+    (table / "_delta_log" / f"{4:020d}.json").unlink()
+    DeltaLog.clear_cache()
+    planner = _planner(table)
+    # Queries whose checkpoints say they have read up to version 0, and up to version 3.
+    for resumed, (start, earliest) in [(1, (1, 3)), (4, (4, 5))]:
+        offset = DeltaSourceOffset(resumed, -1, False, planner.table_id)
+        with pytest.raises(errors.InvalidTableError) as info:
+            planner.latest_offset(offset, _limits(planner))
+        assert info.value.error_class == "DELTA_MISSING_FILES_UNEXPECTED_VERSION"
+        message = f"from version {start}; transaction log starts at {earliest}"
+        assert message in str(info.value)
+        assert 'option("failOnDataLoss", "false")' in str(info.value)
+    lenient = _planner(table, failOnDataLoss="false")
+    batches, end = _drain(lenient, DeltaSourceOffset(1, -1, False, lenient.table_id))
+    assert sorted(_rows(lenient, batches)["x"].to_pylist()) == [3, 5]
+    assert end == DeltaSourceOffset(6, -1, False, lenient.table_id)
+
+
+def test_ignore_file_deletion_is_deprecated_and_lets_changes_through(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    _with_delete_and_update(table)
+    with pytest.warns(FutureWarning, match="ignoreFileDeletion"):
+        planner = _planner(table, startingVersion="0", ignoreFileDeletion="true")
+    batches, _ = _drain(planner, planner.initial_offset())
+    # As ignoreChanges: the rewritten file comes out again.
+    assert sorted(_rows(planner, batches)["x"].to_pylist()) == sorted(
+        [1, 2, 3, 10, 11, 20, 100, 2, 3, 30]
+    )

@@ -5,7 +5,8 @@ the Spark Connect ``DataStreamReader``/``DataStreamWriter``:
 
 * ``writeStream.format("delta")...start(path)`` becomes a ``foreachBatch`` query whose function
   is the exactly-once :class:`~deltalog.spark.stream_sink.DeltaStreamSink` (the builder calls
-  are remembered here, as in the batch bridge);
+  are remembered here, as in the batch bridge); the query it returns reports the sink's
+  commits in its progress (:mod:`deltalog.spark.stream_query`);
 * ``readStream.format("delta")...load(path)`` stays Spark's, on the Python data source, with a
   marker option telling the source it is read as a stream (so it plans no batch scan).
 
@@ -95,6 +96,7 @@ def _bridged_start(original: Callable[..., Any]) -> Callable[..., Any]:
         state = _state(self)
         if not _is_delta(state, format):
             return original(self, path, format, outputMode, partitionBy, queryName, **options)
+        from deltalog.spark.stream_query import delta_sink_query
         from deltalog.spark.stream_sink import DeltaStreamSink
 
         merged = {**state["options"], **options}
@@ -111,7 +113,8 @@ def _bridged_start(original: Callable[..., Any]) -> Callable[..., Any]:
         proto = getattr(self, "_write_proto", None)
         if proto is not None:  # Spark Connect: the format would name the sink instead
             proto.ClearField("format")
-        return original(self, None, None, outputMode, None, queryName, **options)
+        query = original(self, None, None, outputMode, None, queryName, **options)
+        return delta_sink_query(query, sink.path)
 
     return start
 

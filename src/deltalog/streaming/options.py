@@ -4,6 +4,7 @@ admission control (reference ``DeltaOptions`` and ``AdmissionLimits``)."""
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -50,6 +51,12 @@ class SourceOptions:
             only commits made after the query starts.
         starting_timestamp: as ``starting_version``, the first commit at or after it.
         read_change_feed: stream the change data feed.
+        fail_on_data_loss: a version the stream must read whose commit log cleanup removed
+            fails the stream (``failOnDataLoss``, default true); false reads on from the
+            earliest version still there.
+        ignore_file_deletion: the deprecated ``ignoreFileDeletion``: lets every commit that
+            removes data through, as ``ignoreChanges`` does (the reference warns, then
+            honours it).
     """
 
     max_files: int | None = MAX_FILES_PER_TRIGGER_DEFAULT
@@ -61,6 +68,8 @@ class SourceOptions:
     starting_version: int | str | None = None
     starting_timestamp: str | None = None
     read_change_feed: bool = False
+    fail_on_data_loss: bool = True
+    ignore_file_deletion: bool = False
 
     @classmethod
     def from_options(cls, options: Mapping[str, str], *, table: str) -> SourceOptions:
@@ -101,12 +110,14 @@ class SourceOptions:
             starting_version=_starting_version(opts.get("startingversion"), table),
             starting_timestamp=opts.get("startingtimestamp"),
             read_change_feed=change_feed,
+            fail_on_data_loss=_flag(opts, "failondataloss", "failOnDataLoss", table, True),
+            ignore_file_deletion=_ignore_file_deletion(opts, table),
         )
 
     @property
     def allows_changes(self) -> bool:
         """Commits that remove and add data may pass (``shouldAllowChanges``)."""
-        return self.ignore_changes or self.skip_change_commits
+        return self.ignore_changes or self.ignore_file_deletion or self.skip_change_commits
 
     @property
     def allows_deletes(self) -> bool:
@@ -162,14 +173,27 @@ class AdmissionLimits:
         return True
 
 
-def _flag(opts: Mapping[str, str], key: str, name: str, table: str) -> bool:
+def _flag(opts: Mapping[str, str], key: str, name: str, table: str, default: bool = False) -> bool:
     value = opts.get(key)
     if value is None:
-        return False
+        return default
     lowered = value.strip().lower()
     if lowered not in ("true", "false"):
         raise _illegal(name, value, "must be 'true' or 'false'", table)
     return lowered == "true"
+
+
+def _ignore_file_deletion(opts: Mapping[str, str], table: str) -> bool:
+    if not _flag(opts, "ignorefiledeletion", "ignoreFileDeletion", table):
+        return False
+    warnings.warn(
+        f"{table}: the streaming option 'ignoreFileDeletion' is deprecated (it lets every "
+        "commit that removes data through, as 'ignoreChanges' does); use 'ignoreDeletes', "
+        "'ignoreChanges' or 'skipChangeCommits' instead.",
+        FutureWarning,
+        stacklevel=3,
+    )
+    return True
 
 
 def _positive(value: str | None, name: str, table: str) -> int | None:

@@ -11,10 +11,15 @@ Both walk the same sequence: the snapshot's files at the starting version (unles
 ``startingVersion``/``startingTimestamp`` say to start at a commit), ordered by modification
 time then path, then each later commit's ``dataChange`` adds in file order. A commit that
 removes data fails the stream with the reference's error unless an option lets it through
-(``ignoreDeletes``, ``ignoreChanges``, ``skipChangeCommits``); a commit whose schema the
+(``ignoreDeletes``, ``ignoreChanges``, ``skipChangeCommits``, the deprecated
+``ignoreFileDeletion``); a commit whose schema the
 stream's read schema cannot read fails it with ``DELTA_SCHEMA_CHANGED_WITH_VERSION`` (a
-restart picks up the new schema). Under ``readChangeFeed`` the snapshot's rows come out as
-``insert`` and each commit's change rows (the batch change-feed planner's) in one batch.
+restart picks up the new schema). A batch that starts in the snapshot reads on into the commits
+after it while its budget lasts. A version whose commit log cleanup removed fails the stream
+with ``DELTA_MISSING_FILES_UNEXPECTED_VERSION``, or under ``failOnDataLoss=false`` is skipped
+(the stream reads on from the earliest commit left). Under ``readChangeFeed`` the snapshot's
+rows come out as ``insert`` and each commit's change rows (the batch change-feed planner's) in
+one batch.
 
 The planner lives as long as the query's source (one process), so parsed commits and the
 snapshot's file list are cached; :meth:`SourcePlanner.forget_before` drops what a committed
@@ -23,6 +28,7 @@ batch no longer needs.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,7 +39,7 @@ import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.change_data_feed import CdfBounds, CdfRange, plan_commit_changes, resolve_range
-from deltalog.log.filenames import commit_name
+from deltalog.log.filenames import LogFileKind, commit_name, parse_log_file, version_prefix
 from deltalog.log.reader import ParsedCommit, parse_commits
 from deltalog.schema import ArrayType, DataType, MapType, StructType, parse_schema
 from deltalog.streaming.offsets import BASE_INDEX, DeltaSourceOffset
@@ -43,6 +49,9 @@ if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
 
 FILE_COLUMNS = ("path", "partitionValues", "deletionVector", "size")
+# What a version log cleanup removed contributes under failOnDataLoss=false.
+_NO_FILES = pa.table({"index": pa.array([], pa.int64()), "size": pa.array([], pa.int64())})
+_log = logging.getLogger(__name__)
 # Commits read and parsed together (one pass of Arrow's JSON reader) when a stream catches up.
 PREFETCH_COMMITS = 128
 
@@ -207,13 +216,21 @@ class SourcePlanner:
     def _latest_in_snapshot(
         self, start: DeltaSourceOffset, limits: AdmissionLimits | None
     ) -> DeltaSourceOffset:
+        """The rest of the snapshot, then (``getFileChanges`` of an initial snapshot) the
+        commits after it while the budget lasts: ``Trigger.Once`` (no limits) reads everything
+        available in one batch, not just the snapshot."""
         files, _ = self._snapshot(start.reservoir_version)
         sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
         rest = sizes[start.index + 1 :]
         take = len(rest) if limits is None else limits.take(rest)
-        if take >= len(rest):
-            return start.next_version()
-        return DeltaSourceOffset(start.reservoir_version, start.index + take, True, self.table_id)
+        if take < len(rest):
+            return DeltaSourceOffset(
+                start.reservoir_version, start.index + take, True, self.table_id
+            )
+        after = start.next_version()
+        if limits is not None and limits.exhausted:
+            return after
+        return self.latest_offset(after, limits)
 
     # -- batches ------------------------------------------------------------------------------
 
@@ -282,6 +299,8 @@ class SourcePlanner:
         if cached is not None:
             return cached
         self._prefetch(version, version)
+        if version in self._versions:  # gone, read as empty (failOnDataLoss=false)
+            return self._versions[version]
         commit = self._parsed.pop(version)
         self._check_schema(commit.rows, version)
         if self.options.read_change_feed:
@@ -301,25 +320,66 @@ class SourcePlanner:
         ``last``) that are neither planned nor parsed yet, in one go."""
         if first in self._versions or first in self._parsed:
             return
-        versions = range(first, min(last, first + PREFETCH_COMMITS - 1) + 1)
-        wanted = [v for v in versions if v not in self._versions and v not in self._parsed]
-        commits = [(self._read_commit(v), v, commit_name(v)) for v in wanted]
+        commits = []
+        for version in range(first, min(last, first + PREFETCH_COMMITS - 1) + 1):
+            if version in self._versions or version in self._parsed:
+                continue  # read already, or in a gap log cleanup left
+            data = self._read_commit(version)
+            if data is None:
+                self._lost(version)
+            else:
+                commits.append((data, version, commit_name(version)))
         for parsed in parse_commits(commits, table=self.table):
             self._parsed[parsed.version] = parsed
 
-    def _read_commit(self, version: int) -> bytes:
-        path = f"{self.log.log_root}/{commit_name(version)}"
+    def _read_commit(self, version: int) -> bytes | None:
         try:
-            return self.log.store.read(path)
+            return self.log.store.read(f"{self.log.log_root}/{commit_name(version)}")
         except FileNotFoundError:
+            return None
+
+    def _lost(self, version: int) -> None:
+        """The commit of ``version`` is gone (log cleanup): fail the stream, or under
+        ``failOnDataLoss=false`` read on from the earliest commit still there (the versions
+        between read as empty), as the reference's change iterator does.
+
+        Raises:
+            InvalidTableError: ``failOnDataLoss`` (the default)
+                (DELTA_MISSING_FILES_UNEXPECTED_VERSION).
+        """
+        earliest = self._first_commit_from(version)
+        if self.options.fail_on_data_loss:
             raise errors.InvalidTableError(
                 "DELTA_MISSING_FILES_UNEXPECTED_VERSION",
-                f"Delta stream cannot resume from version {version}: its commit file is gone. "
-                "Log files may have been deleted by log retention.",
+                f"Delta stream cannot resume from version {version}; transaction log starts "
+                f"at {earliest}. Log files may have been deleted by log retention. Restart the "
+                "stream with a new checkpoint location and consider increasing "
+                "delta.logRetentionDuration. To skip missing data instead, set "
+                '.option("failOnDataLoss", "false").',
                 table=self.table,
-                help="restart the stream with a new checkpoint location and consider "
-                "increasing delta.logRetentionDuration.",
-            ) from None
+            )
+        resume = earliest if earliest is not None else self._last_version() + 1
+        _log.warning(
+            "%s: versions %s to %s are gone (log cleanup); failOnDataLoss=false reads on from %s",
+            self.table,
+            version,
+            resume - 1,
+            resume,
+        )
+        for missing in range(version, resume):
+            self._versions[missing] = VersionFiles(missing, _NO_FILES)
+
+    def _first_commit_from(self, version: int) -> int | None:
+        """The first version at or after ``version`` whose commit file exists."""
+        try:
+            listed = self.log.store.list_from(self.log.log_root, version_prefix(version))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        for info in listed:
+            parsed = parse_log_file(info)
+            if parsed is not None and parsed.kind is LogFileKind.COMMIT:
+                return parsed.version
+        return None
 
     def _data_changes(self, commit: Any, version: int) -> pa.Table:
         """The commit's ``dataChange`` adds (with their positions), after the checks for
