@@ -8,6 +8,7 @@ DELTA, CLONE, GENERATE, UNSET TBLPROPERTIES, SHOW TBLPROPERTIES/COLUMNS) run thr
 * OPTIMIZE: ``path`` and the ``metrics`` struct;
 * RESTORE and CLONE: their metrics row;
 * SHOW TBLPROPERTIES: ``key``, ``value``; SHOW COLUMNS: ``col_name``;
+* ALTER TABLE column changes and CLUSTER BY, SHOW CREATE TABLE: :mod:`deltalog.spark.sql_alter`;
 * the others: no columns.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from deltalog import errors
-from deltalog.spark import names
+from deltalog.spark import names, sql_alter
 from deltalog.spark.sql_dml import empty
 from deltalog.spark.sql_statements import (
     Clone,
@@ -159,12 +160,9 @@ def _unset(spark: Any, s: UnsetProperties) -> Any:
 
 
 def _show_properties(spark: Any, s: ShowProperties) -> Any:
-    snapshot = _table(spark, s.table)._log.update()
-    props = {
-        **snapshot.metadata.configuration,
-        "delta.minReaderVersion": str(snapshot.protocol.min_reader_version),
-        "delta.minWriterVersion": str(snapshot.protocol.min_writer_version),
-    }
+    from deltalog.ddl import table_properties
+
+    props = table_properties(_table(spark, s.table)._log.update())
     if s.key is not None:
         value = props.get(s.key)
         if value is None:
@@ -218,4 +216,5 @@ _RUNNERS: dict[type, Any] = {
     ShowProperties: _show_properties,
     ShowColumns: _show_columns,
     ShowTables: _show_tables,
+    **sql_alter.RUNNERS,
 }
