@@ -53,6 +53,21 @@ def type_sql(t: DataType) -> str:
     return _SQL_NAMES.get(t.name, t.name.upper())
 
 
+def spark_simple_string(t: DataType) -> str:
+    """Spark's ``DataType.simpleString`` (``bigint``, ``array<int>``, ``struct<a:int>``), as
+    DESCRIBE TABLE shows types."""
+    if isinstance(t, DecimalType):
+        return f"decimal({t.precision},{t.scale})"
+    if isinstance(t, ArrayType):
+        return f"array<{spark_simple_string(t.element_type)}>"
+    if isinstance(t, MapType):
+        return f"map<{spark_simple_string(t.key_type)},{spark_simple_string(t.value_type)}>"
+    if isinstance(t, StructType):
+        inner = ",".join(f"{f.name}:{spark_simple_string(f.type)}" for f in t.fields)
+        return f"struct<{inner}>"
+    return _SQL_NAMES.get(t.name, t.name.upper()).lower()
+
+
 def _not_null(f: StructField) -> str:
     return "" if f.nullable else " NOT NULL"
 

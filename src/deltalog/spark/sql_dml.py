@@ -389,9 +389,10 @@ def _add_column(builder: Any, column: exp.Expression) -> Any:
 
 
 def _handlers() -> dict[type, Callable[[Any, Parsed], Any]]:
-    from deltalog.spark import sql_ddl
+    from deltalog.spark import sql_alter, sql_ddl
 
     return {
+        exp.Describe: sql_alter.describe_table,
         exp.Delete: delete,
         exp.Update: update,
         exp.Merge: merge,

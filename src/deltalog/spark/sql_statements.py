@@ -173,6 +173,14 @@ class ShowCreateTable:
 
 
 @dataclass(frozen=True, slots=True)
+class SetLocation:
+    """``ALTER TABLE name SET LOCATION 'path'``."""
+
+    table: TableRef
+    location: str
+
+
+@dataclass(frozen=True, slots=True)
 class Parsed:
     """A statement sqlglot parsed (``expression``); ``schema_evolution`` for ``MERGE WITH
     SCHEMA EVOLUTION``."""
@@ -199,6 +207,7 @@ Statement = (
     | DropColumns
     | ClusterBy
     | ShowCreateTable
+    | SetLocation
     | Parsed
 )
 
@@ -533,6 +542,10 @@ class _Reader:
             return RenameColumn(table, column, new_name)
         if self.accept("DROP", "COLUMNS") or self.accept("DROP", "COLUMN"):
             return self.drop_columns(table)
+        if self.accept("SET", "LOCATION"):
+            location = self.string()
+            self.end()
+            return SetLocation(table, location)
         if self.accept("CLUSTER", "BY"):
             columns: tuple[str, ...] = ()
             if not self.accept("NONE"):
