@@ -170,14 +170,18 @@ class DeltaTable:
 
     def restoreToVersion(self, version: int) -> DataFrame:
         """Make ``version`` the current state (a new commit); delta-spark's metrics row."""
+        from deltalog.spark.api_args import verify
         from deltalog.spark.maintenance_vacuum import restore
 
+        verify(version, int, "version")
         return restore(self._spark, self._log, version, None)
 
     def restoreToTimestamp(self, timestamp: str) -> DataFrame:
         """Restore the version current at ``timestamp`` (session time zone when it has none)."""
+        from deltalog.spark.api_args import verify
         from deltalog.spark.maintenance_vacuum import restore
 
+        verify(timestamp, str, "timestamp")
         return restore(self._spark, self._log, None, timestamp)
 
     # -- maintenance: CONVERT, CLONE, manifests, protocol and features (issue 12) ---------------
@@ -264,13 +268,18 @@ class DeltaTable:
         """Raise the protocol versions (lower ones are ignored, as in delta-spark)."""
         from deltalog.commands.protocol_change import upgrade_table_protocol
 
+        for value, name in ((readerVersion, "readerVersion"), (writerVersion, "writerVersion")):
+            if type(value) is not int:
+                raise ValueError(f"The {name} needs to be an integer but got '{type(value)}'.")
         upgrade_table_protocol(self._log.table_root, readerVersion, writerVersion)
         self._log.update()
 
     def addFeatureSupport(self, featureName: str) -> None:
         """Add a table feature (and the features it depends on) to the protocol."""
         from deltalog.commands.protocol_change import add_feature_support
+        from deltalog.spark.api_args import verify
 
+        verify(featureName, str, "featureName")
         add_feature_support(self._log.table_root, featureName)
         self._log.update()
 
@@ -278,7 +287,11 @@ class DeltaTable:
         """Drop a table feature from the protocol; see
         :func:`deltalog.commands.drop_feature.drop_feature_support` for what is supported."""
         from deltalog.commands.drop_feature import drop_feature_support
+        from deltalog.spark.api_args import verify
 
+        verify(featureName, str, "featureName")
+        if truncateHistory is not None:
+            verify(truncateHistory, bool, "truncateHistory")
         drop_feature_support(self._log.table_root, featureName, bool(truncateHistory))
         self._log.update()
 
@@ -298,11 +311,14 @@ class DeltaTable:
     ) -> None:
         """Set columns (``set``: column name → SQL text or Column) on the rows for which
         ``condition`` is true (every row when it is ``None``)."""
+        from deltalog.spark import api_args
         from deltalog.spark.dml import update
 
-        if not set:
+        assignments = api_args.column_mapping(set, "'set'")
+        api_args.condition(condition)
+        if not assignments:
             raise errors.invalid_argument("'set' must be a non-empty dict of column → value")
-        update(self._spark, self._log, condition, set)
+        update(self._spark, self._log, condition, assignments)
 
     def updateExpr(
         self, condition: str | None = None, set: Mapping[str, str] | None = None
@@ -313,8 +329,18 @@ class DeltaTable:
     def merge(self, source: DataFrame, condition: str | Column) -> DeltaMergeBuilder:
         """A MERGE of ``source`` into this table on ``condition``; add clauses to the
         returned builder, then ``execute()``."""
+        from pyspark.sql import DataFrame as ClassicFrame
+
+        from deltalog.spark import api_args
         from deltalog.spark.merge import DeltaMergeBuilder
 
+        if source is None:
+            raise ValueError("'source' in merge cannot be None")
+        if not isinstance(source, ClassicFrame) and not hasattr(source, "sparkSession"):
+            raise TypeError("Type of 'source' in merge must be DataFrame.")
+        if condition is None:
+            raise ValueError("'condition' in merge cannot be None")
+        api_args.condition(condition, "'condition' in merge")
         return DeltaMergeBuilder(self, source, condition)
 
     # -- OPTIMIZE ----------------------------------------------------------------------------
