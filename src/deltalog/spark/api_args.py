@@ -49,3 +49,34 @@ def verify(value: Any, kind: type, name: str) -> None:
     if type(value) is not kind:
         noun = {str: "a string", int: "an int", bool: "a boolean", dict: "a dict"}[kind]
         raise ValueError(f"{name} needs to be {noun} but got '{type(value)}'.")
+
+
+def of_type(value: Any, kinds: type | tuple[type, ...], what: str) -> None:
+    """``TypeError`` unless ``value`` is of ``kinds`` (``bool`` never counts as another type)."""
+    ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in _tuple(kinds))
+    if not ok:
+        raise TypeError(f"{what} must be of type {kinds} but got '{type(value)}'.")
+
+
+def _tuple(kinds: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kinds if isinstance(kinds, tuple) else (kinds,)
+
+
+def column_names(cols: tuple[Any, ...], what: str) -> list[str]:
+    """``partitionedBy`` / ``clusterBy`` arguments: names, or one list of names."""
+    names = list(cols[0]) if len(cols) == 1 and isinstance(cols[0], list | tuple) else list(cols)
+    for name in names:
+        if type(name) is not str:
+            raise TypeError(f"{what} must be column names (str) but got '{type(name)}'.")
+    return names
+
+
+def identity_type(data_type: Any, column: str) -> None:
+    """An identity column must be BIGINT (delta-spark raises UnsupportedOperationException)."""
+    from pyspark.errors.exceptions.base import UnsupportedOperationException
+
+    if data_type != "long":
+        raise UnsupportedOperationException(
+            f"[DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE] DataType {data_type} is not "
+            f"supported for IDENTITY columns (column {column})."
+        )

@@ -14,6 +14,7 @@ from deltalog import errors
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
+from deltalog.spark import api_args
 from deltalog.spark.scan import read_snapshot
 from deltalog.spark.session import checkpoint_options, session_time_zone
 from deltalog.spark.storage import register_session
@@ -383,10 +384,12 @@ class DeltaTable:
     def detail(self) -> DataFrame:
         """One row describing the current version, with delta-spark's columns."""
         from deltalog.commands.optimize import clustering_columns
+        from deltalog.features import reader_features, writer_features
 
         s = self._log.update()
         md, proto = s.metadata, s.protocol
-        features = sorted(set(proto.reader_features or ()) | set(proto.writer_features or ()))
+        # delta-spark's implicitlyAndExplicitlySupportedFeatures: legacy versions imply theirs.
+        features = sorted(reader_features(proto) | writer_features(proto))
         row: tuple[Any, ...] = (
             "delta",
             md.id,
@@ -552,27 +555,32 @@ class DeltaTableBuilder:
     def tableName(self, identifier: str) -> DeltaTableBuilder:
         """The table's name in deltalog's catalog: without :meth:`location` a managed table
         under the warehouse, with one an external table."""
+        api_args.of_type(identifier, str, "tableName")
         self._name = identifier
         return self
 
     def location(self, location: str) -> DeltaTableBuilder:
+        api_args.of_type(location, str, "location")
         self._location = location
         return self
 
     def comment(self, comment: str) -> DeltaTableBuilder:
+        api_args.of_type(comment, str, "comment")
         self._comment = comment
         return self
 
     def property(self, key: str, value: str) -> DeltaTableBuilder:
+        api_args.of_type(key, str, "property key")
+        api_args.of_type(value, str, "property value")
         self._properties[key] = str(value)
         return self
 
     def partitionedBy(self, *cols: str | list[str]) -> DeltaTableBuilder:
-        self._partitioned_by = _flatten(cols)
+        self._partitioned_by = api_args.column_names(cols, "partitionedBy")
         return self
 
     def clusterBy(self, *cols: str | list[str]) -> DeltaTableBuilder:
-        self._cluster_by = _flatten(cols)
+        self._cluster_by = api_args.column_names(cols, "clusterBy")
         return self
 
     def addColumn(
@@ -586,25 +594,36 @@ class DeltaTableBuilder:
     ) -> DeltaTableBuilder:
         """Add a column; ``generatedAlwaysAs`` is a SQL expression (a generated column) or an
         :class:`IdentityGenerator`; ``generatedByDefaultAs`` an identity that accepts values."""
+        api_args.of_type(colName, str, "colName")
+        api_args.of_type(dataType, (str, T.DataType), "dataType")
+        api_args.of_type(nullable, bool, "nullable")
+        if generatedAlwaysAs is not None:
+            api_args.of_type(generatedAlwaysAs, (str, IdentityGenerator), "generatedAlwaysAs")
+        if generatedByDefaultAs is not None:
+            api_args.of_type(generatedByDefaultAs, IdentityGenerator, "generatedByDefaultAs")
+        if comment is not None:
+            api_args.of_type(comment, str, "comment")
         metadata: dict[str, Any] = {}
         if comment is not None:
             metadata["comment"] = comment
         if isinstance(generatedAlwaysAs, str):
             metadata["delta.generationExpression"] = generatedAlwaysAs
         identity = generatedAlwaysAs if isinstance(generatedAlwaysAs, IdentityGenerator) else None
-        if identity is not None and generatedByDefaultAs is not None:
+        if generatedAlwaysAs is not None and generatedByDefaultAs is not None:
             raise errors.invalid_argument(
                 f"column {colName}: generatedAlwaysAs and generatedByDefaultAs exclude each other"
             )
         identity = identity or generatedByDefaultAs
+        type_json = self._type_json(dataType)
         if identity is not None:
+            api_args.identity_type(type_json, colName)
             metadata["delta.identity.start"] = identity.start
             metadata["delta.identity.step"] = identity.step
             metadata["delta.identity.allowExplicitInsert"] = generatedByDefaultAs is not None
         self._fields.append(
             {
                 "name": colName,
-                "type": self._type_json(dataType),
+                "type": type_json,
                 "nullable": bool(nullable),
                 "metadata": metadata,
             }
@@ -612,8 +631,10 @@ class DeltaTableBuilder:
         return self
 
     def addColumns(self, cols: T.StructType | list[T.StructField]) -> DeltaTableBuilder:
+        api_args.of_type(cols, (T.StructType, list), "addColumns")
         fields = cols.fields if isinstance(cols, T.StructType) else list(cols)
         for f in fields:
+            api_args.of_type(f, T.StructField, "addColumns' fields")
             self._fields.append(json.loads(f.json()))
         return self
 
@@ -674,13 +695,6 @@ class DeltaTableBuilder:
             return simple
         parsed = self._spark.sql(f"SELECT CAST(NULL AS {data_type}) AS c").schema[0].dataType
         return json.loads(parsed.json())
-
-
-def _flatten(cols: tuple[str | list[str], ...]) -> list[str]:
-    out: list[str] = []
-    for c in cols:
-        out.extend([c] if isinstance(c, str) else list(c))
-    return out
 
 
 def _builder(spark: SparkSession | None, kind: str) -> DeltaTableBuilder:
