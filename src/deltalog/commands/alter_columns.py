@@ -174,9 +174,7 @@ def drop_columns(
         f = _field(schema, column, table)
         if len(column) == 1 and len(schema.fields) == 1:
             raise alter_errors.drop_only_column(table, schema.to_json())
-        schema = _update_struct(
-            schema, column[:-1], lambda s, f=f: StructType(tuple(x for x in s.fields if x is not f))
-        )
+        schema = _update_struct(schema, column[:-1], _without(f))
         dropped.append((*column[:-1], f.name))
     if not dropped:
         return None
@@ -379,6 +377,10 @@ def _update_struct(
             f = replace(f, type=_update_struct(f.type, parent[1:], fn))
         fields.append(f)
     return StructType(tuple(fields))
+
+
+def _without(field: StructField) -> Callable[[StructType], StructType]:
+    return lambda struct: StructType(tuple(f for f in struct.fields if f is not field))
 
 
 def _put(
