@@ -195,3 +195,20 @@ def test_alter_forms_sqlglot_reads_stay_with_sqlglot() -> None:
         parse("ALTER TABLE t CHANGE COLUMN a b INT")  # Hive's rename form, refused as Spark does
     with pytest.raises(SqlSyntaxError):
         parse("ALTER TABLE t ALTER COLUMN a RENAME")
+
+
+def test_property_keys_and_values_quoted_or_not() -> None:
+    from deltalog.spark.sql_dml import property_pair
+
+    statement = parse(
+        "ALTER TABLE t SET TBLPROPERTIES (delta.enableChangeDataFeed = true, 'a.b' = 'c', "
+        "x = 1, `y`.z = false)"
+    )
+    assert isinstance(statement, Parsed)
+    props = statement.expression.args["actions"][0].expressions[0].expressions
+    assert [property_pair(p) for p in props] == [
+        ("delta.enableChangeDataFeed", "true"),
+        ("a.b", "c"),
+        ("x", "1"),
+        ("y.z", "false"),
+    ]

@@ -17,7 +17,7 @@ from sqlglot import exp
 from deltalog import errors
 from deltalog.spark import names
 from deltalog.spark.sql import NOT_DELTA, table_ref
-from deltalog.spark.sql_dml import empty, target_of
+from deltalog.spark.sql_dml import empty, property_pair, target_of
 from deltalog.spark.sql_statements import DIALECT, Parsed
 from deltalog.txn.operations import Operation
 
@@ -41,7 +41,7 @@ def _alter_one(spark: Any, target: names.Target, action: exp.Expression) -> None
 
     if isinstance(action, exp.AlterSet) and action.expressions:
         props = action.expressions[0]
-        values = {p.name: p.args["value"].name for p in props.expressions}
+        values = dict(property_pair(p) for p in props.expressions)
         set_table_properties(target.path, values)
     elif isinstance(action, exp.Schema | exp.ColumnDef):
         columns = action.expressions if isinstance(action, exp.Schema) else [action]
