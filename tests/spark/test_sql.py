@@ -226,6 +226,11 @@ def test_column_changes_clustering_and_show_create(spark: Any, sql: Any, tmp_pat
     assert sql("SHOW CREATE TABLE plain_copy").collect()[0][0] == shown.replace(
         f"delta.`{plain}`", "spark_catalog.default.plain_copy"
     ).replace(str(plain), str(copy))
+    # The catalog API agrees with SHOW TABLES.
+    listed = {t.name: t.tableType for t in spark.catalog.listTables() if t.name.endswith("_t")}
+    assert listed.get("cm_t") == "MANAGED"
+    assert spark.catalog.listTables(pattern="plain*")[0].tableType == "EXTERNAL"
+    assert spark.catalog.tableExists("plain_copy") and not spark.catalog.tableExists("nope_t")
 
 
 def test_table_names_through_the_dataframe_apis(spark: Any, sql: Any, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from deltalog import errors
 from deltalog.spark import names, sql_alter
+from deltalog.spark.catalog_api import like
 from deltalog.spark.sql_dml import empty
 from deltalog.spark.sql_statements import (
     Clone,
@@ -189,18 +190,11 @@ def _show_tables(spark: Any, s: ShowTables) -> Any:
     ours = [
         (e.database, e.name, False)
         for e in names.catalog(spark).tables(database)
-        if s.pattern is None or _like(e.name, s.pattern)
+        if s.pattern is None or like(e.name, s.pattern)
     ]
     if not ours:
         return visible
     return visible.unionByName(spark.createDataFrame(ours, visible.schema))
-
-
-def _like(name: str, pattern: str) -> bool:
-    """Spark's SHOW TABLES pattern: ``*`` any characters, ``|`` alternatives, no case."""
-    import fnmatch
-
-    return any(fnmatch.fnmatch(name.lower(), p.strip().lower()) for p in pattern.split("|"))
 
 
 _RUNNERS: dict[type, Any] = {
