@@ -315,7 +315,7 @@ def property_pair(p: exp.Property) -> tuple[str, str]:
     return _property_text(p.this), _property_text(p.args["value"])
 
 
-def _property_text(node: exp.Expression) -> str:
+def _property_text(node: Any) -> str:
     if isinstance(node, exp.Literal):
         return str(node.this)
     if isinstance(node, exp.Boolean):
