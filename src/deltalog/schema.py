@@ -355,3 +355,60 @@ def _drop_cm(t: DataType) -> DataType:
     if isinstance(t, MapType):
         return MapType(_drop_cm(t.key_type), _drop_cm(t.value_type), t.value_contains_null)
     return t
+
+
+# Field metadata of writer features that a read's schema does not show (delta-spark's
+# removeInternalWriterMetadata: generated and identity columns, top level only).
+_WRITER_ONLY_KEYS = frozenset(
+    {
+        "delta.generationExpression",
+        "delta.identity.start",
+        "delta.identity.step",
+        "delta.identity.highWaterMark",
+        "delta.identity.allowExplicitInsert",
+    }
+)
+
+
+def read_schema(schema: StructType) -> StructType:
+    """The schema a read of the table shows (delta-spark's ``removeInternalWriterMetadata``
+    then ``removeInternalDeltaMetadata``): no generation or identity keys, no column-mapping
+    metadata, no ``delta.typeChanges``."""
+    fields = tuple(
+        StructField(
+            f.name,
+            f.type,
+            f.nullable,
+            {
+                k: v
+                for k, v in f.metadata.items()
+                if k not in _WRITER_ONLY_KEYS and k != "delta.typeChanges"
+            },
+        )
+        for f in drop_column_mapping_metadata(schema).fields
+    )
+    result = _drop_type_changes(StructType(fields))
+    assert isinstance(result, StructType)
+    return result
+
+
+def _drop_type_changes(t: DataType) -> DataType:
+    if isinstance(t, StructType):
+        return StructType(
+            tuple(
+                StructField(
+                    f.name,
+                    _drop_type_changes(f.type),
+                    f.nullable,
+                    {k: v for k, v in f.metadata.items() if k != "delta.typeChanges"},
+                )
+                for f in t.fields
+            )
+        )
+    if isinstance(t, ArrayType):
+        return ArrayType(_drop_type_changes(t.element_type), t.contains_null)
+    if isinstance(t, MapType):
+        return MapType(
+            _drop_type_changes(t.key_type), _drop_type_changes(t.value_type), t.value_contains_null
+        )
+    return t

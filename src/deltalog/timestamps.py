@@ -31,8 +31,6 @@ def parse_datetime(raw: str) -> dt.datetime:
     return dt.datetime.fromisoformat(s)
 
 
-
-
 def parse_timestamp(text: str, default_tz: dt.tzinfo = dt.UTC) -> int:
     """Milliseconds since the epoch from an integer (ms), a date or an ISO timestamp.
 
@@ -48,9 +46,11 @@ def parse_timestamp(text: str, default_tz: dt.tzinfo = dt.UTC) -> int:
     try:
         value = parse_datetime(s)  # a bare date is its midnight
     except ValueError:
-        raise errors.invalid_argument(
-            f"The provided timestamp {text!r} cannot be parsed; use 'yyyy-MM-dd', "
-            "'yyyy-MM-dd HH:mm:ss[.SSS][+zone]' or milliseconds since the epoch."
+        raise errors.InvalidArgumentError(
+            "DELTA_TIMESTAMP_INVALID",
+            f"The provided timestamp ('{text}') cannot be converted to a valid timestamp.",
+            help="use 'yyyy-MM-dd', 'yyyy-MM-dd HH:mm:ss[.SSS][+zone]' or milliseconds since "
+            "the epoch.",
         ) from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=default_tz)

@@ -87,7 +87,7 @@ def test_bad_options_are_usage_errors(capsys: Any) -> None:
         main(["files", DV_TABLE, "--version", "1", "--timestamp", "2020-01-01"])
     assert info.value.code == 2
     code, _, err = run(capsys, "files", DV_TABLE, "--timestamp", "yesterday")
-    assert code == 1 and "cannot be parsed" in err
+    assert code == 1 and "cannot be converted to a valid timestamp" in err
 
 
 @pytest.mark.spark

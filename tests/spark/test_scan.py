@@ -357,7 +357,7 @@ def test_format_options(spark: Any, source_name: str) -> None:
     for key, value, message in [
         ("versionAsOf", "x", "versionAsOf must be an integer"),
         ("versionAsOf", "99", "DELTA_VERSION_NOT_FOUND"),
-        ("timestampAsOf", "yesterday", "cannot be parsed"),
+        ("timestampAsOf", "yesterday", "cannot be converted to a valid timestamp"),
         ("nonsense", "1", "Unknown option"),
     ]:
         with pytest.raises(Exception, match=message):

@@ -182,6 +182,57 @@ def test_maintenance_and_ddl_on_a_path(spark: Any, sql: Any, tmp_path: Path) -> 
     assert rows(pq_dir, "n", "p") == [(1, "x"), (2, "y")]
 
 
+def test_column_changes_clustering_and_show_create(spark: Any, sql: Any, tmp_path: Path) -> None:
+    sql(
+        "CREATE TABLE cm_t (id INT, name STRING, p STRING) USING delta "
+        "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')"
+    )
+    sql("INSERT INTO cm_t VALUES (1, 'a', 'x'), (2, 'b', 'y')")
+    path = location(spark, "cm_t")
+    sql("ALTER TABLE cm_t ALTER COLUMN name COMMENT 'who'")
+    sql("ALTER TABLE cm_t CHANGE COLUMN p p STRING FIRST")
+    sql("ALTER TABLE cm_t RENAME COLUMN name TO label")
+    sql("ALTER TABLE cm_t DROP COLUMN IF EXISTS gone")
+    sql("ALTER TABLE cm_t CLUSTER BY (id)")
+    with pytest.raises(errors.DeltaWriteError, match="DROP_CLUSTERING_COLUMN"):
+        sql("ALTER TABLE cm_t DROP COLUMN id")
+    sql("ALTER TABLE cm_t DROP COLUMNS (p)")
+    assert sql("SELECT * FROM cm_t ORDER BY id").collect() == [(1, "a"), (2, "b")]
+    table = deltalake.DeltaTable(path)
+    assert [f.name for f in table.schema().fields] == ["id", "label"]
+    assert rows(path) == [(1, "a"), (2, "b")]
+    ops = [h["operation"] for h in table.history(5)]
+    assert ops == ["DROP COLUMNS", "CLUSTER BY", "RENAME COLUMN", "CHANGE COLUMN", "CHANGE COLUMN"]
+    stmt = sql("SHOW CREATE TABLE cm_t")
+    assert stmt.columns == ["createtab_stmt"]
+    text = stmt.collect()[0][0]
+    assert text.startswith(
+        "CREATE TABLE spark_catalog.default.cm_t (\n  id INT,\n  label STRING COMMENT 'who')\n"
+        "USING delta\nCLUSTER BY (id)\nTBLPROPERTIES (\n"
+    )
+    assert "'delta.columnMapping.mode' = 'name'" in text and "LOCATION" not in text
+
+    plain = tmp_path / "plain"
+    deltalake.write_deltalake(str(plain), pa.table({"id": pa.array([1], pa.int32())}))
+    with pytest.raises(errors.UnsupportedFeatureError, match="DELTA_UNSUPPORTED_RENAME_COLUMN"):
+        sql(f"ALTER TABLE delta.`{plain}` RENAME COLUMN id TO key")
+    sql(f"ALTER TABLE delta.`{plain}` ALTER COLUMN id COMMENT 'key'")
+    sql(f"ALTER TABLE delta.`{plain}` CLUSTER BY (id)")
+    shown = sql(f"SHOW CREATE TABLE delta.`{plain}`").collect()[0][0]
+    assert f"LOCATION 'file:{plain}'" in shown
+    # The statement creates the same table elsewhere.
+    copy = tmp_path / "copy"
+    sql(shown.replace(f"delta.`{plain}`", "plain_copy").replace(str(plain), str(copy)))
+    assert sql("SHOW CREATE TABLE plain_copy").collect()[0][0] == shown.replace(
+        f"delta.`{plain}`", "spark_catalog.default.plain_copy"
+    ).replace(str(plain), str(copy))
+    # The catalog API agrees with SHOW TABLES.
+    listed = {t.name: t.tableType for t in spark.catalog.listTables() if t.name.endswith("_t")}
+    assert listed.get("cm_t") == "MANAGED"
+    assert spark.catalog.listTables(pattern="plain*")[0].tableType == "EXTERNAL"
+    assert spark.catalog.tableExists("plain_copy") and not spark.catalog.tableExists("nope_t")
+
+
 def test_table_names_through_the_dataframe_apis(spark: Any, sql: Any, tmp_path: Path) -> None:
     from pyspark.sql import functions as F
 

@@ -9,15 +9,21 @@ sqlglot = pytest.importorskip("sqlglot")
 from sqlglot import exp  # noqa: E402
 
 from deltalog.spark.sql_statements import (  # noqa: E402
+    AlterColumn,
     Clone,
+    ClusterBy,
     ConvertToDelta,
     DescribeDetail,
     DescribeHistory,
+    DropColumns,
     Generate,
     Optimize,
     Parsed,
+    RenameColumn,
     Restore,
+    SetLocation,
     ShowColumns,
+    ShowCreateTable,
     ShowProperties,
     ShowTables,
     SqlSyntaxError,
@@ -149,3 +155,60 @@ def test_spark_only_statements_are_not_parsed(text: str) -> None:
 def test_malformed_delta_statements_raise(text: str) -> None:
     with pytest.raises(SqlSyntaxError, match="PARSE_SYNTAX_ERROR"):
         parse(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ALTER TABLE db.t ALTER COLUMN c COMMENT 'x'", AlterColumn(N, ("c",), comment="x")),
+        ("ALTER TABLE db.t CHANGE c FIRST", AlterColumn(N, ("c",), position="FIRST")),
+        (
+            "alter table db.t alter column s.x drop not null",
+            AlterColumn(N, ("s", "x"), nullable=True),
+        ),
+        ("ALTER TABLE db.t ALTER COLUMN c SET NOT NULL", AlterColumn(N, ("c",), nullable=False)),
+        (
+            "ALTER TABLE db.t ALTER COLUMN c TYPE decimal(12, 2)",
+            AlterColumn(N, ("c",), data_type="decimal(12, 2)"),
+        ),
+        (
+            "ALTER TABLE delta.`/data/t` CHANGE COLUMN `c` c BIGINT COMMENT 'n' AFTER b",
+            AlterColumn(P, ("c",), "BIGINT", "n", "AFTER b"),
+        ),
+        ("ALTER TABLE db.t RENAME COLUMN s.a TO b", RenameColumn(N, ("s", "a"), "b")),
+        ("ALTER TABLE db.t DROP COLUMN IF EXISTS a", DropColumns(N, (("a",),), True)),
+        ("ALTER TABLE db.t DROP COLUMNS (a, s.b)", DropColumns(N, (("a",), ("s", "b")))),
+        ("ALTER TABLE db.t CLUSTER BY (a, s.b)", ClusterBy(N, ("a", "s.b"))),
+        ("ALTER TABLE db.t CLUSTER BY NONE", ClusterBy(N, ())),
+        ("ALTER TABLE db.t SET LOCATION '/new'", SetLocation(N, "/new")),
+        ("SHOW CREATE TABLE delta.`/data/t`", ShowCreateTable(P)),
+    ],
+)
+def test_alter_column_statements(text: str, expected: object) -> None:
+    assert parse(text) == expected
+
+
+def test_alter_forms_sqlglot_reads_stay_with_sqlglot() -> None:
+    assert isinstance(parse("ALTER TABLE t ADD COLUMNS (x INT)"), Parsed)
+    assert isinstance(parse("ALTER TABLE t SET TBLPROPERTIES ('a' = 'b')"), Parsed)
+    with pytest.raises(SqlSyntaxError, match="RENAME COLUMN"):
+        parse("ALTER TABLE t CHANGE COLUMN a b INT")  # Hive's rename form, refused as Spark does
+    with pytest.raises(SqlSyntaxError):
+        parse("ALTER TABLE t ALTER COLUMN a RENAME")
+
+
+def test_property_keys_and_values_quoted_or_not() -> None:
+    from deltalog.spark.sql_dml import property_pair
+
+    statement = parse(
+        "ALTER TABLE t SET TBLPROPERTIES (delta.enableChangeDataFeed = true, 'a.b' = 'c', "
+        "x = 1, `y`.z = false)"
+    )
+    assert isinstance(statement, Parsed)
+    props = statement.expression.args["actions"][0].expressions[0].expressions
+    assert [property_pair(p) for p in props] == [
+        ("delta.enableChangeDataFeed", "true"),
+        ("a.b", "c"),
+        ("x", "1"),
+        ("y.z", "false"),
+    ]

@@ -115,31 +115,35 @@ class DeltaMergeBuilder:
     def whenMatchedUpdate(
         self, condition: Any = None, set: Mapping[str, Any] | None = None
     ) -> DeltaMergeBuilder:
-        return self._with(MergeClause(MATCHED, "update", condition, _required(set, "set")))
+        return self._with(
+            MergeClause(MATCHED, "update", condition, _required(set, "set", condition))
+        )
 
     def whenMatchedUpdateAll(self, condition: Any = None) -> DeltaMergeBuilder:
-        return self._with(MergeClause(MATCHED, "update", condition, None))
+        return self._with(MergeClause(MATCHED, "update", _condition(condition), None))
 
     def whenMatchedDelete(self, condition: Any = None) -> DeltaMergeBuilder:
-        return self._with(MergeClause(MATCHED, "delete", condition, {}))
+        return self._with(MergeClause(MATCHED, "delete", _condition(condition), {}))
 
     def whenNotMatchedInsert(
         self, condition: Any = None, values: Mapping[str, Any] | None = None
     ) -> DeltaMergeBuilder:
         return self._with(
-            MergeClause(NOT_MATCHED, "insert", condition, _required(values, "values"))
+            MergeClause(NOT_MATCHED, "insert", condition, _required(values, "values", condition))
         )
 
     def whenNotMatchedInsertAll(self, condition: Any = None) -> DeltaMergeBuilder:
-        return self._with(MergeClause(NOT_MATCHED, "insert", condition, None))
+        return self._with(MergeClause(NOT_MATCHED, "insert", _condition(condition), None))
 
     def whenNotMatchedBySourceUpdate(
         self, condition: Any = None, set: Mapping[str, Any] | None = None
     ) -> DeltaMergeBuilder:
-        return self._with(MergeClause(BY_SOURCE, "update", condition, _required(set, "set")))
+        return self._with(
+            MergeClause(BY_SOURCE, "update", condition, _required(set, "set", condition))
+        )
 
     def whenNotMatchedBySourceDelete(self, condition: Any = None) -> DeltaMergeBuilder:
-        return self._with(MergeClause(BY_SOURCE, "delete", condition, {}))
+        return self._with(MergeClause(BY_SOURCE, "delete", _condition(condition), {}))
 
     def withSchemaEvolution(self) -> DeltaMergeBuilder:
         return replace(self, _evolve=True)
@@ -168,10 +172,21 @@ class DeltaMergeBuilder:
         )
 
 
-def _required(value: Mapping[str, Any] | None, name: str) -> Mapping[str, Any]:
+def _required(value: Mapping[str, Any] | None, name: str, condition: Any) -> Mapping[str, Any]:
+    """delta-spark's checks of a clause's assignments (first) and condition."""
+    from deltalog.spark import api_args
+
+    api_args.column_mapping(value, f"'{name}'")
+    api_args.condition(condition)
     if not value:
         raise errors.invalid_argument(f"'{name}' must be a non-empty dict of column → expression")
     return dict(value)
+
+
+def _condition(value: Any) -> Any:
+    from deltalog.spark import api_args
+
+    return api_args.condition(value)
 
 
 # -- the command ---------------------------------------------------------------------------------

@@ -33,6 +33,9 @@ from deltalog.schema import (
     StructField,
     StructType,
 )
+from deltalog.schema import (
+    read_schema as visible_schema,
+)
 from deltalog.spark.scan_plan import (
     FILE,
     ROW,
@@ -109,7 +112,7 @@ def scan_dataframe(
     schema = snapshot.schema
     mode = snapshot.column_mapping_mode
     partition_names = {c.lower() for c in snapshot.partition_columns}
-    logical = to_spark_schema(schema)
+    logical = to_spark_schema(visible_schema(schema))
     if len(inputs.paths) == 0:
         empty = spark.createDataFrame([], logical)
         if row_ids:
@@ -152,7 +155,9 @@ def logical_columns(df: Any, schema: StructType, partition_names: set[str], mode
     """The table's columns of ``df`` under their logical names, in schema order (data columns
     are read by physical name; partition columns are already logical)."""
     columns = []
-    for f, spark_field in zip(schema.fields, to_spark_schema(schema).fields, strict=True):
+    for f, spark_field in zip(
+        schema.fields, to_spark_schema(visible_schema(schema)).fields, strict=True
+    ):
         if f.name.lower() in partition_names or mode == "none":
             columns.append(df[f.name])
         else:

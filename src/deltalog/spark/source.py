@@ -44,6 +44,7 @@ from deltalog.paths import resolve
 from deltalog.schema import (
     StructType,
     parse_schema,
+    read_schema,
 )
 from deltalog.spark.reads import STREAMING_MARKER, read_options, snapshot_for, storage_of
 from deltalog.spark.schema import to_spark_schema
@@ -230,7 +231,7 @@ class DeltaDataSource(DataSource):
             return to_spark_schema(cdc_read_schema(table_schema))
         if self._cdf is not None:
             return to_spark_schema(cdc_read_schema(table_schema))
-        return to_spark_schema(table_schema)
+        return to_spark_schema(read_schema(table_schema))
 
     def reader(self, schema: Any) -> DataSourceReader:
         return DeltaReader(

@@ -33,8 +33,9 @@ VIEW_PREFIX = "__deltalog_"
 
 
 def install() -> None:
-    """Wrap ``SparkSession.sql`` and ``.table`` of the classic and Connect sessions, and
-    ``DataFrameWriterV2`` (:mod:`deltalog.spark.writer_v2`). Idempotent."""
+    """Wrap ``SparkSession.sql`` and ``.table`` of the classic and Connect sessions,
+    ``DataFrameWriterV2`` (:mod:`deltalog.spark.writer_v2`) and the catalog's ``listTables`` /
+    ``tableExists`` (:mod:`deltalog.spark.catalog_api`). Idempotent."""
     for cls in _session_classes():
         if getattr(cls, "_deltalog_sql", False):
             continue
@@ -53,9 +54,10 @@ def install() -> None:
             _wrap_builder(reader)  # classic readers keep options in the JVM only: record them
         setattr(reader, "table", _bridged_reader_table(getattr(reader, "table")))  # noqa: B009, B010
         setattr(reader, "_deltalog_table", True)  # noqa: B010
-    from deltalog.spark import writer_v2
+    from deltalog.spark import catalog_api, writer_v2
 
     writer_v2.install()
+    catalog_api.install()
 
 
 def _session_classes() -> list[type]:

@@ -8,6 +8,7 @@ DELTA, CLONE, GENERATE, UNSET TBLPROPERTIES, SHOW TBLPROPERTIES/COLUMNS) run thr
 * OPTIMIZE: ``path`` and the ``metrics`` struct;
 * RESTORE and CLONE: their metrics row;
 * SHOW TBLPROPERTIES: ``key``, ``value``; SHOW COLUMNS: ``col_name``;
+* ALTER TABLE column changes and CLUSTER BY, SHOW CREATE TABLE: :mod:`deltalog.spark.sql_alter`;
 * the others: no columns.
 """
 
@@ -16,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from deltalog import errors
-from deltalog.spark import names
+from deltalog.spark import names, sql_alter
+from deltalog.spark.catalog_api import like
 from deltalog.spark.sql_dml import empty
 from deltalog.spark.sql_statements import (
     Clone,
@@ -159,12 +161,9 @@ def _unset(spark: Any, s: UnsetProperties) -> Any:
 
 
 def _show_properties(spark: Any, s: ShowProperties) -> Any:
-    snapshot = _table(spark, s.table)._log.update()
-    props = {
-        **snapshot.metadata.configuration,
-        "delta.minReaderVersion": str(snapshot.protocol.min_reader_version),
-        "delta.minWriterVersion": str(snapshot.protocol.min_writer_version),
-    }
+    from deltalog.ddl import table_properties
+
+    props = table_properties(_table(spark, s.table)._log.update())
     if s.key is not None:
         value = props.get(s.key)
         if value is None:
@@ -191,18 +190,11 @@ def _show_tables(spark: Any, s: ShowTables) -> Any:
     ours = [
         (e.database, e.name, False)
         for e in names.catalog(spark).tables(database)
-        if s.pattern is None or _like(e.name, s.pattern)
+        if s.pattern is None or like(e.name, s.pattern)
     ]
     if not ours:
         return visible
     return visible.unionByName(spark.createDataFrame(ours, visible.schema))
-
-
-def _like(name: str, pattern: str) -> bool:
-    """Spark's SHOW TABLES pattern: ``*`` any characters, ``|`` alternatives, no case."""
-    import fnmatch
-
-    return any(fnmatch.fnmatch(name.lower(), p.strip().lower()) for p in pattern.split("|"))
 
 
 _RUNNERS: dict[type, Any] = {
@@ -218,4 +210,5 @@ _RUNNERS: dict[type, Any] = {
     ShowProperties: _show_properties,
     ShowColumns: _show_columns,
     ShowTables: _show_tables,
+    **sql_alter.RUNNERS,
 }

@@ -1,9 +1,9 @@
 """ALTER TABLE and DROP TABLE on Delta tables (Spark's grammar, parsed by sqlglot).
 
 ALTER TABLE: SET TBLPROPERTIES, ADD COLUMN(S), ADD CONSTRAINT ... CHECK, DROP CONSTRAINT; each
-is one metadata commit with delta-spark's operation name. Column changes that rewrite or
-rename columns are refused with a typed error (they need column mapping work deltalog's SQL does
-not do yet). DROP TABLE removes the name, and a managed table's files.
+is one metadata commit with delta-spark's operation name (ALTER/CHANGE/RENAME/DROP COLUMN and
+CLUSTER BY are :mod:`deltalog.spark.sql_alter`). DROP TABLE removes the name, and a managed
+table's files.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from sqlglot import exp
 from deltalog import errors
 from deltalog.spark import names
 from deltalog.spark.sql import NOT_DELTA, table_ref
-from deltalog.spark.sql_dml import empty, target_of
+from deltalog.spark.sql_dml import empty, property_pair, target_of
 from deltalog.spark.sql_statements import DIALECT, Parsed
 from deltalog.txn.operations import Operation
 
@@ -41,7 +41,7 @@ def _alter_one(spark: Any, target: names.Target, action: exp.Expression) -> None
 
     if isinstance(action, exp.AlterSet) and action.expressions:
         props = action.expressions[0]
-        values = {p.name: p.args["value"].name for p in props.expressions}
+        values = dict(property_pair(p) for p in props.expressions)
         set_table_properties(target.path, values)
     elif isinstance(action, exp.Schema | exp.ColumnDef):
         columns = action.expressions if isinstance(action, exp.Schema) else [action]
@@ -61,7 +61,8 @@ def _alter_one(spark: Any, target: names.Target, action: exp.Expression) -> None
             f"ALTER TABLE {target.display} {action.sql(dialect=DIALECT)} is not supported by "
             "deltalog's SQL.",
             table=target.path,
-            help="supported: SET/UNSET TBLPROPERTIES, ADD COLUMNS, ADD/DROP CONSTRAINT, RENAME TO.",
+            help="supported: SET/UNSET TBLPROPERTIES, ADD/ALTER/CHANGE/RENAME/DROP COLUMN(S), "
+            "ADD/DROP CONSTRAINT, CLUSTER BY, RENAME TO.",
         )
 
 

@@ -304,8 +304,27 @@ def _create_properties(node: exp.Expression) -> dict[str, Any]:
         elif isinstance(p, exp.SchemaCommentProperty):
             out["comment"] = p.this.name
         elif isinstance(p, exp.Property):
-            out["properties"][p.name] = p.args["value"].name
+            key, value = property_pair(p)
+            out["properties"][key] = value
     return out
+
+
+def property_pair(p: exp.Property) -> tuple[str, str]:
+    """A ``TBLPROPERTIES`` entry as text: keys quoted or not (``delta.appendOnly``), values
+    strings, numbers or booleans (``true``), as Spark's ``propertyKey`` / ``propertyValue``."""
+    return _property_text(p.this), _property_text(p.args["value"])
+
+
+def _property_text(node: Any) -> str:
+    if isinstance(node, exp.Literal):
+        return str(node.this)
+    if isinstance(node, exp.Boolean):
+        return "true" if node.this else "false"
+    if isinstance(node, exp.Dot | exp.Column):
+        return ".".join(_property_text(part) for part in node.flatten())
+    if isinstance(node, exp.Identifier | exp.Var):
+        return str(node.this)
+    return node.sql(dialect=DIALECT)
 
 
 def _create_as_select(
@@ -389,9 +408,10 @@ def _add_column(builder: Any, column: exp.Expression) -> Any:
 
 
 def _handlers() -> dict[type, Callable[[Any, Parsed], Any]]:
-    from deltalog.spark import sql_ddl
+    from deltalog.spark import sql_alter, sql_ddl
 
     return {
+        exp.Describe: sql_alter.describe_table,
         exp.Delete: delete,
         exp.Update: update,
         exp.Merge: merge,

@@ -132,6 +132,55 @@ class ShowTables:
 
 
 @dataclass(frozen=True, slots=True)
+class AlterColumn:
+    """``ALTER TABLE t ALTER|CHANGE [COLUMN] c action`` (Spark's ``alterColumnAction``) or
+    Hive's ``CHANGE [COLUMN] c c type [COMMENT s] [FIRST|AFTER x]``: ``data_type`` is the
+    type's SQL text; ``nullable`` True for DROP NOT NULL, False for SET NOT NULL."""
+
+    table: TableRef
+    column: tuple[str, ...]
+    data_type: str | None = None
+    comment: str | None = None
+    position: str | None = None
+    nullable: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RenameColumn:
+    table: TableRef
+    column: tuple[str, ...]
+    new_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DropColumns:
+    table: TableRef
+    columns: tuple[tuple[str, ...], ...]
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterBy:
+    """``ALTER TABLE t CLUSTER BY (cols)``; no columns for ``CLUSTER BY NONE``."""
+
+    table: TableRef
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShowCreateTable:
+    table: TableRef
+
+
+@dataclass(frozen=True, slots=True)
+class SetLocation:
+    """``ALTER TABLE name SET LOCATION 'path'``."""
+
+    table: TableRef
+    location: str
+
+
+@dataclass(frozen=True, slots=True)
 class Parsed:
     """A statement sqlglot parsed (``expression``); ``schema_evolution`` for ``MERGE WITH
     SCHEMA EVOLUTION``."""
@@ -153,6 +202,12 @@ Statement = (
     | ShowProperties
     | ShowColumns
     | ShowTables
+    | AlterColumn
+    | RenameColumn
+    | DropColumns
+    | ClusterBy
+    | ShowCreateTable
+    | SetLocation
     | Parsed
 )
 
@@ -235,11 +290,13 @@ def _delta_statement(text: str, tokens: list[Token], words: list[str]) -> Statem
         what = _word(rest[0]) if rest else ""
         if what == "TABLES":
             return _Reader(text[start:], rest, 1).show_tables(text)
+        if what == "CREATE":
+            return _Reader(text[start:], rest, 1).show_create()
         if what not in ("TBLPROPERTIES", "COLUMNS"):
             return None
         return _Reader(text[start:], rest, 1).show(what)
-    if first == "ALTER" and "UNSET" in [_word(t) for t in tokens[:12]]:
-        return _Reader(text, tokens, 0).unset_properties()
+    if first == "ALTER" and second == "TABLE":
+        return _Reader(text, tokens, 0).alter_table()
     if first == "MERGE" and words[1:4] == ["WITH", "SCHEMA", "EVOLUTION"]:
         parsed = _sqlglot("MERGE " + text[tokens[3].end + 1 :])
         return None if parsed is None else Parsed(parsed.expression, schema_evolution=True)
@@ -460,9 +517,111 @@ class _Reader:
         self.end()
         return ShowTables(statement, database, pattern)
 
-    def unset_properties(self) -> Statement:
+    def show_create(self) -> Statement:
+        self.expect("TABLE")
+        table = self.table()
+        self.accept("AS", "SERDE")
+        self.end()
+        return ShowCreateTable(table)
+
+    def alter_table(self) -> Statement | None:
+        """The ALTER TABLE forms sqlglot does not read the way Spark does (column changes,
+        CLUSTER BY, UNSET TBLPROPERTIES); ``None`` for the others (sqlglot parses them)."""
         self.expect("ALTER", "TABLE")
         table = self.table()
+        action = _word(self.peek()) if self.peek() is not None else ""  # type: ignore[arg-type]
+        if action == "UNSET":
+            return self.unset_properties(table)
+        if action in ("ALTER", "CHANGE"):
+            return self.alter_column(table)
+        if self.accept("RENAME", "COLUMN"):
+            column = self.column_path()
+            self.expect("TO")
+            new_name = self.identifier()
+            self.end()
+            return RenameColumn(table, column, new_name)
+        if self.accept("DROP", "COLUMNS") or self.accept("DROP", "COLUMN"):
+            return self.drop_columns(table)
+        if self.accept("SET", "LOCATION"):
+            location = self.string()
+            self.end()
+            return SetLocation(table, location)
+        if self.accept("CLUSTER", "BY"):
+            columns: tuple[str, ...] = ()
+            if not self.accept("NONE"):
+                columns = tuple(".".join(c) for c in self.column_paths())
+            self.end()
+            return ClusterBy(table, columns)
+        return None
+
+    def column_path(self) -> tuple[str, ...]:
+        parts = [self.identifier()]
+        while self._punct(TokenType.DOT):
+            parts.append(self.identifier())
+        return tuple(parts)
+
+    def column_paths(self) -> list[tuple[str, ...]]:
+        """``(a, b.c)`` or ``a, b.c``."""
+        paren = self._punct(TokenType.L_PAREN)
+        out = [self.column_path()]
+        while self._punct(TokenType.COMMA):
+            out.append(self.column_path())
+        if paren and not self._punct(TokenType.R_PAREN):
+            self.fail("expected )")
+        return out
+
+    def drop_columns(self, table: TableRef) -> Statement:
+        if_exists = self.accept("IF", "EXISTS")
+        columns = self.column_paths()
+        self.end()
+        return DropColumns(table, tuple(columns), if_exists)
+
+    def alter_column(self, table: TableRef) -> Statement:
+        hive = _word(self.next()) == "CHANGE"
+        self.accept("COLUMN")
+        column = self.column_path()
+        if self.done():
+            return AlterColumn(table, column)
+        if self.accept("TYPE"):
+            return self._column_end(AlterColumn(table, column, data_type=self.rest_until()))
+        if self.accept("SET", "NOT", "NULL"):
+            return self._column_end(AlterColumn(table, column, nullable=False))
+        if self.accept("DROP", "NOT", "NULL"):
+            return self._column_end(AlterColumn(table, column, nullable=True))
+        comment, position = self._comment_position()
+        if comment is not None or position is not None:
+            return self._column_end(AlterColumn(table, column, comment=comment, position=position))
+        if not hive:
+            self.fail("expected TYPE, COMMENT, FIRST, AFTER, SET NOT NULL or DROP NOT NULL")
+        new_name = self.identifier()  # Hive's CHANGE old new type [COMMENT c] [FIRST|AFTER x]
+        if new_name.lower() != column[-1].lower():
+            raise SqlSyntaxError(
+                "[UNSUPPORTED_FEATURE.TABLE_OPERATION] Renaming a column is not supported in "
+                "Hive-style ALTER COLUMN; please run RENAME COLUMN instead."
+            )
+        data_type = self.rest_until("COMMENT", "FIRST", "AFTER")
+        nullable = None
+        if data_type.upper().endswith("NOT NULL"):
+            data_type, nullable = data_type[: -len("NOT NULL")].strip(), False
+        comment, position = self._comment_position()
+        return self._column_end(
+            AlterColumn(table, column, data_type, comment, position, nullable=nullable)
+        )
+
+    def _comment_position(self) -> tuple[str | None, str | None]:
+        comment = self.string() if self.accept("COMMENT") else None
+        position = None
+        if self.accept("FIRST"):
+            position = "FIRST"
+        elif self.accept("AFTER"):
+            position = "AFTER " + ".".join(self.column_path())
+        return comment, position
+
+    def _column_end(self, statement: AlterColumn) -> Statement:
+        self.end()
+        return statement
+
+    def unset_properties(self, table: TableRef) -> Statement:
         self.expect("UNSET", "TBLPROPERTIES")
         if_exists = self.accept("IF", "EXISTS")
         keys = list(self.properties_keys())

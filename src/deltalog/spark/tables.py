@@ -14,6 +14,7 @@ from deltalog import errors
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
+from deltalog.spark import api_args
 from deltalog.spark.scan import read_snapshot
 from deltalog.spark.session import checkpoint_options, session_time_zone
 from deltalog.spark.storage import register_session
@@ -170,14 +171,18 @@ class DeltaTable:
 
     def restoreToVersion(self, version: int) -> DataFrame:
         """Make ``version`` the current state (a new commit); delta-spark's metrics row."""
+        from deltalog.spark.api_args import verify
         from deltalog.spark.maintenance_vacuum import restore
 
+        verify(version, int, "version")
         return restore(self._spark, self._log, version, None)
 
     def restoreToTimestamp(self, timestamp: str) -> DataFrame:
         """Restore the version current at ``timestamp`` (session time zone when it has none)."""
+        from deltalog.spark.api_args import verify
         from deltalog.spark.maintenance_vacuum import restore
 
+        verify(timestamp, str, "timestamp")
         return restore(self._spark, self._log, None, timestamp)
 
     # -- maintenance: CONVERT, CLONE, manifests, protocol and features (issue 12) ---------------
@@ -264,13 +269,18 @@ class DeltaTable:
         """Raise the protocol versions (lower ones are ignored, as in delta-spark)."""
         from deltalog.commands.protocol_change import upgrade_table_protocol
 
+        for value, name in ((readerVersion, "readerVersion"), (writerVersion, "writerVersion")):
+            if type(value) is not int:
+                raise ValueError(f"The {name} needs to be an integer but got '{type(value)}'.")
         upgrade_table_protocol(self._log.table_root, readerVersion, writerVersion)
         self._log.update()
 
     def addFeatureSupport(self, featureName: str) -> None:
         """Add a table feature (and the features it depends on) to the protocol."""
         from deltalog.commands.protocol_change import add_feature_support
+        from deltalog.spark.api_args import verify
 
+        verify(featureName, str, "featureName")
         add_feature_support(self._log.table_root, featureName)
         self._log.update()
 
@@ -278,7 +288,11 @@ class DeltaTable:
         """Drop a table feature from the protocol; see
         :func:`deltalog.commands.drop_feature.drop_feature_support` for what is supported."""
         from deltalog.commands.drop_feature import drop_feature_support
+        from deltalog.spark.api_args import verify
 
+        verify(featureName, str, "featureName")
+        if truncateHistory is not None:
+            verify(truncateHistory, bool, "truncateHistory")
         drop_feature_support(self._log.table_root, featureName, bool(truncateHistory))
         self._log.update()
 
@@ -298,11 +312,14 @@ class DeltaTable:
     ) -> None:
         """Set columns (``set``: column name → SQL text or Column) on the rows for which
         ``condition`` is true (every row when it is ``None``)."""
+        from deltalog.spark import api_args
         from deltalog.spark.dml import update
 
-        if not set:
+        assignments = api_args.column_mapping(set, "'set'")
+        api_args.condition(condition)
+        if not assignments:
             raise errors.invalid_argument("'set' must be a non-empty dict of column → value")
-        update(self._spark, self._log, condition, set)
+        update(self._spark, self._log, condition, assignments)
 
     def updateExpr(
         self, condition: str | None = None, set: Mapping[str, str] | None = None
@@ -313,8 +330,18 @@ class DeltaTable:
     def merge(self, source: DataFrame, condition: str | Column) -> DeltaMergeBuilder:
         """A MERGE of ``source`` into this table on ``condition``; add clauses to the
         returned builder, then ``execute()``."""
+        from pyspark.sql import DataFrame as ClassicFrame
+
+        from deltalog.spark import api_args
         from deltalog.spark.merge import DeltaMergeBuilder
 
+        if source is None:
+            raise ValueError("'source' in merge cannot be None")
+        if not isinstance(source, ClassicFrame) and not hasattr(source, "sparkSession"):
+            raise TypeError("Type of 'source' in merge must be DataFrame.")
+        if condition is None:
+            raise ValueError("'condition' in merge cannot be None")
+        api_args.condition(condition, "'condition' in merge")
         return DeltaMergeBuilder(self, source, condition)
 
     # -- OPTIMIZE ----------------------------------------------------------------------------
@@ -357,10 +384,12 @@ class DeltaTable:
     def detail(self) -> DataFrame:
         """One row describing the current version, with delta-spark's columns."""
         from deltalog.commands.optimize import clustering_columns
+        from deltalog.features import reader_features, writer_features
 
         s = self._log.update()
         md, proto = s.metadata, s.protocol
-        features = sorted(set(proto.reader_features or ()) | set(proto.writer_features or ()))
+        # delta-spark's implicitlyAndExplicitlySupportedFeatures: legacy versions imply theirs.
+        features = sorted(reader_features(proto) | writer_features(proto))
         row: tuple[Any, ...] = (
             "delta",
             md.id,
@@ -526,27 +555,32 @@ class DeltaTableBuilder:
     def tableName(self, identifier: str) -> DeltaTableBuilder:
         """The table's name in deltalog's catalog: without :meth:`location` a managed table
         under the warehouse, with one an external table."""
+        api_args.of_type(identifier, str, "tableName")
         self._name = identifier
         return self
 
     def location(self, location: str) -> DeltaTableBuilder:
+        api_args.of_type(location, str, "location")
         self._location = location
         return self
 
     def comment(self, comment: str) -> DeltaTableBuilder:
+        api_args.of_type(comment, str, "comment")
         self._comment = comment
         return self
 
     def property(self, key: str, value: str) -> DeltaTableBuilder:
+        api_args.of_type(key, str, "property key")
+        api_args.of_type(value, str, "property value")
         self._properties[key] = str(value)
         return self
 
     def partitionedBy(self, *cols: str | list[str]) -> DeltaTableBuilder:
-        self._partitioned_by = _flatten(cols)
+        self._partitioned_by = api_args.column_names(cols, "partitionedBy")
         return self
 
     def clusterBy(self, *cols: str | list[str]) -> DeltaTableBuilder:
-        self._cluster_by = _flatten(cols)
+        self._cluster_by = api_args.column_names(cols, "clusterBy")
         return self
 
     def addColumn(
@@ -560,25 +594,36 @@ class DeltaTableBuilder:
     ) -> DeltaTableBuilder:
         """Add a column; ``generatedAlwaysAs`` is a SQL expression (a generated column) or an
         :class:`IdentityGenerator`; ``generatedByDefaultAs`` an identity that accepts values."""
+        api_args.of_type(colName, str, "colName")
+        api_args.of_type(dataType, (str, T.DataType), "dataType")
+        api_args.of_type(nullable, bool, "nullable")
+        if generatedAlwaysAs is not None:
+            api_args.of_type(generatedAlwaysAs, (str, IdentityGenerator), "generatedAlwaysAs")
+        if generatedByDefaultAs is not None:
+            api_args.of_type(generatedByDefaultAs, IdentityGenerator, "generatedByDefaultAs")
+        if comment is not None:
+            api_args.of_type(comment, str, "comment")
         metadata: dict[str, Any] = {}
         if comment is not None:
             metadata["comment"] = comment
         if isinstance(generatedAlwaysAs, str):
             metadata["delta.generationExpression"] = generatedAlwaysAs
         identity = generatedAlwaysAs if isinstance(generatedAlwaysAs, IdentityGenerator) else None
-        if identity is not None and generatedByDefaultAs is not None:
+        if generatedAlwaysAs is not None and generatedByDefaultAs is not None:
             raise errors.invalid_argument(
                 f"column {colName}: generatedAlwaysAs and generatedByDefaultAs exclude each other"
             )
         identity = identity or generatedByDefaultAs
+        type_json = self._type_json(dataType)
         if identity is not None:
+            api_args.identity_type(type_json, colName)
             metadata["delta.identity.start"] = identity.start
             metadata["delta.identity.step"] = identity.step
             metadata["delta.identity.allowExplicitInsert"] = generatedByDefaultAs is not None
         self._fields.append(
             {
                 "name": colName,
-                "type": self._type_json(dataType),
+                "type": type_json,
                 "nullable": bool(nullable),
                 "metadata": metadata,
             }
@@ -586,8 +631,10 @@ class DeltaTableBuilder:
         return self
 
     def addColumns(self, cols: T.StructType | list[T.StructField]) -> DeltaTableBuilder:
+        api_args.of_type(cols, (T.StructType, list), "addColumns")
         fields = cols.fields if isinstance(cols, T.StructType) else list(cols)
         for f in fields:
+            api_args.of_type(f, T.StructField, "addColumns' fields")
             self._fields.append(json.loads(f.json()))
         return self
 
@@ -648,13 +695,6 @@ class DeltaTableBuilder:
             return simple
         parsed = self._spark.sql(f"SELECT CAST(NULL AS {data_type}) AS c").schema[0].dataType
         return json.loads(parsed.json())
-
-
-def _flatten(cols: tuple[str | list[str], ...]) -> list[str]:
-    out: list[str] = []
-    for c in cols:
-        out.extend([c] if isinstance(c, str) else list(c))
-    return out
 
 
 def _builder(spark: SparkSession | None, kind: str) -> DeltaTableBuilder:
