@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from deltalog.delta_log import DeltaLog
+from deltalog.paths import location_uri
 from deltalog.spark.session import conf_get, session_time_zone
 
 RETENTION_CHECK_KEY = "spark.databricks.delta.retentionDurationCheck.enabled"
@@ -45,7 +46,8 @@ def vacuum(
     lite: bool | None,
 ) -> DataFrame:
     """Run VACUUM; an empty DataFrame (as delta-spark's Python ``vacuum``), or in a dry run
-    the files it would delete as ``file:`` paths in a ``path`` column."""
+    the files it would delete as ``file:`` paths (object-store URIs as they are) in a
+    ``path`` column."""
     from deltalog.commands.vacuum import vacuum as run
 
     if lite is None:
@@ -59,7 +61,7 @@ def vacuum(
     )
     log.update()
     if dry_run:
-        return spark.createDataFrame([(f"file:{p}",) for p in result.paths], DRY_RUN_SCHEMA)
+        return spark.createDataFrame([(location_uri(p),) for p in result.paths], DRY_RUN_SCHEMA)
     return spark.createDataFrame([], T.StructType([]))
 
 

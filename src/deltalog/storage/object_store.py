@@ -56,7 +56,14 @@ _CLIENT_KEYS = {
 _OURS = {"DELTALOG_SINGLE_WRITER", "AWS_S3_ALLOW_UNSAFE_RENAME"}
 # delta-rs options with no meaning for this store; accepted so one dict serves both libraries.
 _IGNORED = {"AWS_S3_LOCKING_PROVIDER", "AWS_CONDITIONAL_PUT", "DELTA_DYNAMO_TABLE_NAME"}
-_SCHEMES = {"s3", "s3a", "gs", "az", "abfs", "abfss", "adl", "azure"}
+# Each store's option prefix and the schemes it serves.
+_FAMILIES = {
+    "aws_": ("s3", "s3a"),
+    "azure_": ("az", "abfs", "abfss", "adl", "azure"),
+    "google_": ("gs",),
+}
+_FAMILY_OF = {scheme: prefix for prefix, schemes in _FAMILIES.items() for scheme in schemes}
+_SCHEMES = set(_FAMILY_OF)
 
 
 def is_object_store_uri(path: str) -> bool:
@@ -358,9 +365,10 @@ def _build(bucket: str, options: StorageOptions) -> Any:
         raise storage_errors.storage_unavailable() from None
     config: dict[str, str] = {}
     client: dict[str, Any] = {}
+    foreign = _FAMILIES.keys() - {_FAMILY_OF[bucket.partition("://")[0]]}
     for key, value in options.items:
-        if key in _OURS or key in _IGNORED:
-            continue
+        if key in _OURS or key in _IGNORED or key.lower().startswith(tuple(foreign)):
+            continue  # one session's settings serve every store: S3's keys are not Azure's
         bare = key.lower()
         for prefix in ("aws_", "azure_", "google_"):
             bare = bare.removeprefix(prefix)
