@@ -32,11 +32,13 @@ from typing import Any, BinaryIO, TypeVar
 
 from deltalog.errors import storage as storage_errors
 from deltalog.storage.base import FileInfo
-from deltalog.storage.options import StorageOptions, bucket_of
+from deltalog.storage.options import StorageOptions, bucket_of, scrub
 
 T = TypeVar("T")
 
 _SPOOL_BYTES = 32 << 20
+WHOLE_READ_BYTES = 4 << 20
+"""Objects up to this size are read whole by :meth:`ObjectLogStore.open_input`."""
 _LIST_CHUNK = 1000
 # Options the HTTP client takes (``AWS_ALLOW_HTTP`` is the client's ``allow_http``).
 _CLIENT_KEYS = {
@@ -109,7 +111,8 @@ class ObjectLogStore:
         except NotFoundError:
             raise FileNotFoundError(path) from None
         except BaseError as e:
-            raise storage_errors.request_failed(self.bucket, operation, path, e) from None
+            secrets = self.options.secret_values()
+            raise storage_errors.request_failed(self.bucket, operation, path, e, secrets) from None
 
     # -- listing --------------------------------------------------------------------------
 
@@ -180,9 +183,17 @@ class ObjectLogStore:
         )
 
     def open_input(self, path: str) -> BinaryIO:
-        """A seekable reader of ``path`` that fetches only the ranges read (a parquet footer
-        costs two small GETs, not the file)."""
-        return _RangedInput(self, path, self.stat(path).size)  # type: ignore[return-value]
+        """A seekable reader of ``path``: objects up to :data:`WHOLE_READ_BYTES` are fetched in
+        one GET (fewer round trips than their ranges); larger ones fetch only the ranges read
+        (a parquet footer, the column chunks a checkpoint read projects).
+
+        Raises:
+            FileNotFoundError: ``path`` does not exist.
+        """
+        size = self.stat(path).size
+        if size <= WHOLE_READ_BYTES:
+            return io.BytesIO(self.read(path))
+        return _RangedInput(self, path, size)  # type: ignore[return-value]
 
     def stat(self, path: str) -> FileInfo:
         import obstore
@@ -303,7 +314,8 @@ class ObjectLogStore:
         except BaseError as e:
             if "501" in str(e) or "NotImplemented" in str(e):
                 return False  # the endpoint rejects conditional puts
-            raise storage_errors.request_failed(self.bucket, "PUT", path, e) from None
+            secrets = self.options.secret_values()
+            raise storage_errors.request_failed(self.bucket, "PUT", path, e, secrets) from None
         try:
             obstore.put(self._store, probe, b"2", mode="create")
             return False
@@ -379,7 +391,6 @@ def _build(bucket: str, options: StorageOptions) -> Any:
     try:
         return from_url(bucket, config=config or None, client_options=client or None)  # type: ignore[arg-type]
     except BaseError as e:
-        # The library's first line names the key; the value is not repeated.
-        raise storage_errors.bad_storage_option(
-            bucket, "options", str(e).strip().splitlines()[0]
-        ) from None
+        # The library's first line names the key; a value it repeats is scrubbed.
+        first = scrub(str(e).strip().splitlines()[0], options.secret_values())
+        raise storage_errors.bad_storage_option(bucket, "options", first) from None
