@@ -12,8 +12,9 @@ import deltalake
 import pyarrow as pa
 import pytest
 
+from deltalog.spark.scan import scan_dataframe
 from deltalog.spark.storage import jvm_reads
-from deltalog.spark.tables import DeltaTable
+from deltalog.spark.tables import DeltaTable, read_changes
 from deltalog.spark.write import write_dataframe
 
 SECRET = "do-not-print-this-secret"
@@ -54,8 +55,9 @@ def test_spark_reads_and_writes_s3_through_the_seam(
     assert got == [(1, "a"), (2, "b"), (3, "a"), (4, "c"), (5, "a")]
 
 
-# Metrics that depend on the parquet writer (bytes) or the clock; every other field must agree.
-_WRITER_OR_CLOCK = ("Bytes", "FileSize", "TimeMs", "BytesAdded", "BytesRemoved")
+# Metrics that depend on the parquet writer (bytes), the clock, or how the scan's rows fall into
+# Spark tasks (change files: one per writing task); every other field must agree.
+_WRITER_OR_CLOCK = ("Bytes", "FileSize", "TimeMs", "ChangeFiles")
 
 
 def _dml_steps(spark: Any, path: str) -> DeltaTable:
@@ -64,7 +66,7 @@ def _dml_steps(spark: Any, path: str) -> DeltaTable:
     rows = [(i, "ab"[i % 2], f"v{i}") for i in range(20)]
     schema = "id long, p string, v string"
     df = spark.createDataFrame(rows, schema).repartition(2)
-    options = {"delta.enableDeletionVectors": "true"}
+    options = {"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"}
     write_dataframe(df, path, partition_by=["p"], options=options)
     table = DeltaTable.forPath(spark, path)
     table.delete("id % 5 = 0")
@@ -91,7 +93,8 @@ def _commit_infos(table: DeltaTable) -> list[dict[str, Any]]:
         metrics = info.pop("operationMetrics") or {}
         for key in ("timestamp", "engineInfo"):
             info.pop(key)
-        info["metrics"] = {k: v for k, v in metrics.items() if not k.endswith(_WRITER_OR_CLOCK)}
+        kept = {k: v for k, v in metrics.items() if not any(w in k for w in _WRITER_OR_CLOCK)}
+        info["metrics"] = kept
         out.append(info)
     return out
 
@@ -110,6 +113,12 @@ def test_dml_and_maintenance_on_s3_without_jars_match_a_local_table(
     assert any(m.startswith("deltalog: scan of") for m in seam_lines)
     assert any(m.startswith("deltalog: write of") for m in seam_lines)
     assert not any("JVM" in m for m in caplog.messages if uri in m)
+    snapshot = remote._log.update()
+    scan = scan_dataframe(
+        spark, snapshot, remote._log.store, snapshot.all_files_arrow(), row_ids=True
+    )
+    plan = scan._jdf.queryExecution().toString()
+    assert "MapInArrow" in plan and SECRET not in plan  # the options ride in the task, unshown
 
     # Rows, from the inputs: delete ids 0, 5, 10, 15; update 7; merge updates 3, inserts 100.
     states = [{i: ("ab"[i % 2], f"v{i}") for i in range(20)}]
@@ -123,6 +132,13 @@ def test_dml_and_maintenance_on_s3_without_jars_match_a_local_table(
     # The same commits, operation parameters and metrics as the same steps on a local table.
     local = _dml_steps(spark, str(tmp_path / "local"))
     assert _commit_infos(remote) == _commit_infos(local)
+
+    # The change feed of the DML (change files and deletion vectors) matches the local one's.
+    def changes(path: str) -> list[tuple[Any, ...]]:
+        feed = read_changes(spark, path, starting_version=1).drop("_commit_timestamp")
+        return sorted(tuple(r) for r in feed.collect())
+
+    assert changes(uri) == changes(str(tmp_path / "local")) and len(changes(uri)) > 4
     detail = remote.detail().collect()[0]
     assert detail.location == uri and detail.numFiles == len(
         deltalake.DeltaTable(uri, storage_options=s3["rs_options"]).file_uris()
