@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import time
 from typing import Any
 
 import deltalake
@@ -395,3 +396,22 @@ def test_request_errors_are_scrubbed_of_credentials() -> None:
     assert "c2FzLXNpZw" not in text and "a2V5LXNlY3JldA==" not in text
     assert "https://acct.blob.core.windows.net/c/t/_delta_log/0.json?***" in text
     assert "403 Forbidden" in text
+
+
+def test_retries_follow_the_options_and_then_fail_typed(
+    s3: dict[str, Any], proxy: FaultProxy
+) -> None:
+    from deltalog.errors.storage import StorageError
+
+    retry = {"MAX_RETRIES": "2", "RETRY_TIMEOUT": "20s", "BACKOFF_CONFIG.INIT_BACKOFF": "50ms"}
+    store = store_for(s3["root"], {**options_for(proxy.endpoint), **retry})
+    proxy.slow_down_every = 1  # every request throttled: 1 try + 2 retries, then an error
+    started = time.monotonic()
+    with pytest.raises(StorageError) as info:
+        store.read(f"{s3['root']}/t/_delta_log/00000000000000000000.json")
+    assert proxy.injected == 3
+    assert time.monotonic() - started >= 0.05  # backed off before retrying
+    text = str(info.value)
+    assert "GET" in text and "503" in text and SECRET not in text
+    with pytest.raises(InvalidArgumentError, match="MAX_RETRIES"):
+        store_for(f"{s3['root']}-x", {**s3["options"], "MAX_RETRIES": "many"})

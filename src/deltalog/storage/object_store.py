@@ -12,7 +12,8 @@ endpoints and retries behave as they do there.
 - **Listing** ``_delta_log`` from a version passes a start-after key to the store (S3
   ``start-after``, the crate's ``list_with_offset``), so a 100k-commit log is not listed whole.
 - **Retries**: the crate retries 5xx, throttling and dropped connections with exponential
-  back-off and jitter; what still fails becomes a :class:`~deltalog.errors.storage.StorageError`
+  back-off and jitter (delta-rs's ``MAX_RETRIES``, ``RETRY_TIMEOUT`` and ``BACKOFF_CONFIG.*``
+  options tune it); what still fails becomes a :class:`~deltalog.errors.storage.StorageError`
   that names the request, never the credentials.
 - **Data files** are spooled to a temporary file and put in one request (multipart above the
   chunk size) when the stream closes: an object appears whole or not at all.
@@ -56,6 +57,14 @@ _CLIENT_KEYS = {
     "http2_only",
 }
 _OURS = {"DELTALOG_SINGLE_WRITER", "AWS_S3_ALLOW_UNSAFE_RENAME"}
+# delta-rs's retry options (durations as "500ms", "30s", "2m" or seconds).
+_RETRY_KEYS = {
+    "MAX_RETRIES",
+    "RETRY_TIMEOUT",
+    "BACKOFF_CONFIG.INIT_BACKOFF",
+    "BACKOFF_CONFIG.MAX_BACKOFF",
+    "BACKOFF_CONFIG.BASE",
+}
 # delta-rs options with no meaning for this store; accepted so one dict serves both libraries.
 _IGNORED = {"AWS_S3_LOCKING_PROVIDER", "AWS_CONDITIONAL_PUT", "DELTA_DYNAMO_TABLE_NAME"}
 # Each store's option prefix and the schemes it serves.
@@ -379,7 +388,9 @@ def _build(bucket: str, options: StorageOptions) -> Any:
     client: dict[str, Any] = {}
     foreign = _FAMILIES.keys() - {_FAMILY_OF[bucket.partition("://")[0]]}
     for key, value in options.items:
-        if key in _OURS or key in _IGNORED or key.lower().startswith(tuple(foreign)):
+        if key in _OURS or key in _IGNORED or key in _RETRY_KEYS:
+            continue
+        if key.lower().startswith(tuple(foreign)):
             continue  # one session's settings serve every store: S3's keys are not Azure's
         bare = key.lower()
         for prefix in ("aws_", "azure_", "google_"):
@@ -388,9 +399,49 @@ def _build(bucket: str, options: StorageOptions) -> Any:
             client[bare] = value.lower() == "true" if value.lower() in ("true", "false") else value
         else:
             config[key.lower()] = value
+    retry = _retry_config(bucket, options)
     try:
-        return from_url(bucket, config=config or None, client_options=client or None)  # type: ignore[arg-type]
+        return from_url(
+            bucket,
+            config=config or None,  # type: ignore[arg-type]
+            client_options=client or None,  # type: ignore[arg-type]
+            retry_config=retry or None,  # type: ignore[arg-type]
+        )
     except BaseError as e:
         # The library's first line names the key; a value it repeats is scrubbed.
         first = scrub(str(e).strip().splitlines()[0], options.secret_values())
         raise storage_errors.bad_storage_option(bucket, "options", first) from None
+
+
+def _retry_config(bucket: str, options: StorageOptions) -> dict[str, Any]:
+    """The library's retry settings from delta-rs's option names (defaults: 10 retries within
+    3 minutes, back-off from 100 ms doubling up to 15 s, with jitter)."""
+    out: dict[str, Any] = {}
+    backoff: dict[str, Any] = {}
+    for key, value in options.items:
+        if key not in _RETRY_KEYS:
+            continue
+        try:
+            if key == "MAX_RETRIES":
+                out["max_retries"] = int(value)
+            elif key == "RETRY_TIMEOUT":
+                out["retry_timeout"] = _duration(value)
+            elif key == "BACKOFF_CONFIG.BASE":
+                backoff["base"] = float(value)
+            else:
+                backoff[key.rpartition(".")[2].lower()] = _duration(value)
+        except ValueError:
+            raise storage_errors.bad_storage_option(
+                bucket, key, "expected a number, or a duration such as 500ms, 30s or 2m"
+            ) from None
+    if backoff:
+        out["backoff"] = backoff
+    return out
+
+
+def _duration(text: str) -> dt.timedelta:
+    value = text.strip().lower()
+    for suffix, unit in (("ms", 0.001), ("s", 1.0), ("m", 60.0)):
+        if value.endswith(suffix) and not (suffix == "s" and value.endswith("ms")):
+            return dt.timedelta(seconds=float(value[: -len(suffix)]) * unit)
+    return dt.timedelta(seconds=float(value))
