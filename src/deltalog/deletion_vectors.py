@@ -208,18 +208,19 @@ def _parse_roaring32(data: bytes, pos: int) -> tuple[np.ndarray, int]:
 def _read_stored(
     store: LogStore, table_root: str, path: str, descriptor: DeletionVectorDescriptor
 ) -> bytes:
+    offset = descriptor.offset if descriptor.offset is not None else 1
     try:
-        blob = store.read(path)
+        # ``blob`` starts at byte ``offset - at`` of the file: the vector is at ``at``.
+        blob, at = _read_vector_bytes(store, path, offset, descriptor.size_in_bytes)
     except FileNotFoundError:
         raise _invalid(
             table_root,
             "DELTA_DELETION_VECTOR_MISSING",
             f"deletion vector file {path} is missing",
         ) from None
-    offset = descriptor.offset if descriptor.offset is not None else 1
-    if len(blob) < offset + 4:
+    if len(blob) < at + 4:
         raise _invalid(table_root, "DELTA_DELETION_VECTOR_INVALID", f"{path} is truncated")
-    (size,) = struct.unpack_from(">I", blob, offset)
+    (size,) = struct.unpack_from(">I", blob, at)
     if size != descriptor.size_in_bytes:
         raise _invalid(
             table_root,
@@ -227,10 +228,10 @@ def _read_stored(
             f"{path} at offset {offset} holds {size} bytes, "
             f"the log says {descriptor.size_in_bytes}",
         )
-    data = blob[offset + 4 : offset + 4 + size]
-    if len(data) != size or len(blob) < offset + 8 + size:
+    data = blob[at + 4 : at + 4 + size]
+    if len(data) != size or len(blob) < at + 8 + size:
         raise _invalid(table_root, "DELTA_DELETION_VECTOR_INVALID", f"{path} is truncated")
-    (checksum,) = struct.unpack_from(">I", blob, offset + 4 + size)
+    (checksum,) = struct.unpack_from(">I", blob, at + 4 + size)
     if zlib.crc32(data) != checksum:
         raise _invalid(
             table_root,
@@ -238,6 +239,16 @@ def _read_stored(
             f"{path} at offset {offset} fails its CRC-32 check",
         )
     return data
+
+
+def _read_vector_bytes(store: LogStore, path: str, offset: int, size: int) -> tuple[bytes, int]:
+    """Bytes of the file holding the vector at ``offset`` (its size, data and checksum), and
+    where in them the vector starts. An object store fetches that range alone: one vector file
+    holds the vectors of every file a command touched, each read on its own."""
+    read_range = getattr(store, "read_range", None)
+    if read_range is None:
+        return store.read(path), offset
+    return read_range(path, offset, offset + 8 + size), 0
 
 
 def _invalid(table_root: str, error_class: str, message: str) -> errors.InvalidTableError:

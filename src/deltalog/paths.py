@@ -46,6 +46,12 @@ def normalize_table_root(path: str) -> str:
     return os.path.abspath(os.path.expanduser(local)).rstrip("/") or "/"
 
 
+def location_uri(path: str) -> str:
+    """``path`` as delta-spark shows a location: ``file:/x`` for a local path, an object-store
+    URI as it is (``s3://bucket/t``)."""
+    return path if _is_object_uri(path) else f"file:{path}"
+
+
 def _is_object_uri(path: str) -> bool:
     from deltalog.storage.object_store import is_object_store_uri
 

@@ -3,8 +3,10 @@ a fresh bucket per test, and a fault-injecting proxy in front of it."""
 
 from __future__ import annotations
 
-import logging
 import socket
+import subprocess
+import sys
+import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -25,14 +27,28 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def moto_port() -> Iterator[int]:
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    """moto's S3 server in a process of its own: in this one it would need the GIL, which
+    some native readers (delta-rs's DataFusion queries) hold while they wait for it."""
     port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield port
-    server.stop()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1).read()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("moto's S3 server did not start") from None
+                time.sleep(0.05)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 def options_for(endpoint: str) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""A fault-injecting HTTP proxy on loopback, in front of a real S3 API (moto's server).
+"""A fault-injecting HTTP proxy on loopback, in front of a real S3 API (moto's server), which
+also records what it served (method, path and query, body bytes).
 
 Faults are real HTTP behaviour a client meets, not mocks of the client:
 - ``strip_conditional``: drop ``If-None-Match`` / ``If-Match`` before forwarding, as S3-compatible
@@ -48,6 +49,7 @@ class FaultProxy:
         self.lose_put_responses = 0  # how many commit PUT responses to lose
         self.injected = 0
         self.requests = 0
+        self.served: list[tuple[str, str, int]] = []  # (method, path, response body bytes)
         self._lock = threading.Lock()
         proxy = self
 
@@ -80,6 +82,7 @@ class FaultProxy:
             self.lose_put_responses = 0
             self.injected = 0
             self.requests = 0
+            self.served = []
 
     def _decide(self, method: str, path: str) -> str:
         with self._lock:
@@ -128,6 +131,8 @@ class FaultProxy:
             h.end_headers()
             if h.command != "HEAD":
                 h.wfile.write(data)
+            with self._lock:
+                self.served.append((h.command, h.path, len(data)))
         finally:
             conn.close()
 

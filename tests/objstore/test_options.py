@@ -72,3 +72,17 @@ def test_object_store_paths_resolve_in_the_bucket() -> None:
     assert root == "s3a://bucket/a/t"
     assert resolve(root, "p=x%20y/part-0.parquet") == "s3a://bucket/a/t/p=x y/part-0.parquet"
     assert resolve(root, "s3://other/t/f%3A1.parquet") == "s3://other/t/f:1.parquet"
+
+
+def test_one_session_serves_every_store() -> None:
+    # Settings for S3, Azure and GCS side by side (as in one Spark session's conf): each store
+    # takes its own and ignores the others' (the library would refuse a foreign key).
+    options = {
+        "AWS_REGION": "us-east-1",
+        "AZURE_STORAGE_ACCOUNT_NAME": "acct",
+        "AZURE_STORAGE_ACCOUNT_KEY": "a2V5",
+        "GOOGLE_SKIP_SIGNATURE": "true",
+    }
+    assert isinstance(store_for("s3://bucket-one/t", options), ObjectLogStore)
+    assert isinstance(store_for("az://cont-one/t", options), ObjectLogStore)
+    assert isinstance(store_for("gs://bucket-one/t", options), ObjectLogStore)

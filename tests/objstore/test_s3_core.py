@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import time
 from typing import Any
 
 import deltalake
 import pyarrow as pa
 import pytest
 
+from deltalog.actions import DeletionVectorDescriptor
 from deltalog.commands.dml_arrow import delete, update
 from deltalog.commands.vacuum import vacuum
 from deltalog.commands.write_table import write_table
@@ -19,7 +21,7 @@ from deltalog.data_files import read_parquet, to_logical
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import DeltaWriteError, InvalidArgumentError
 from deltalog.paths import resolve
-from deltalog.storage import store_for
+from deltalog.storage import object_store, store_for
 from tests.objstore.conftest import options_for
 from tests.objstore.proxy import FaultProxy
 
@@ -237,3 +239,189 @@ def test_secrets_never_shown(s3: dict[str, Any]) -> None:
         store_for(f"{s3['root']}-other", {**s3["options"], "AWS_BOGUS_KEY": "bogus-secret"})
     assert "AWS_BOGUS_KEY".lower() in str(info.value).lower()
     assert "bogus-secret" not in str(info.value) and SECRET not in str(info.value)
+
+
+def _log_lists(proxy: FaultProxy) -> list[str]:
+    """The query of every LIST request of a ``_delta_log`` prefix the proxy served."""
+    from urllib.parse import unquote
+
+    return [
+        unquote(p.partition("?")[2])
+        for m, p, _ in proxy.served
+        if m == "GET" and "list-type=2" in p and "_delta_log" in unquote(p)
+    ]
+
+
+def test_snapshot_loads_list_the_log_once_from_the_checkpoint(
+    s3: dict[str, Any], proxy: FaultProxy
+) -> None:
+    uri = f"{s3['root']}/listing"
+    for i in range(8):
+        data = pa.table({"id": pa.array([i], pa.int64())})
+        write_table(uri, data, mode="append" if i else "error", storage_options=s3["options"])
+        if i == 5:
+            DeltaLog.for_table(uri, storage_options=s3["options"]).checkpoint()
+    DeltaLog.clear_cache()
+    proxy.reset()
+    opts = options_for(proxy.endpoint)  # the same bucket through the recording proxy
+    log = DeltaLog.for_table(uri, storage_options=opts)
+    assert log.snapshot.version == 7
+    # One listing, starting after a key just below version 5's files (the checkpoint's).
+    lists = _log_lists(proxy)
+    assert len(lists) == 1 and "start-after=listing/_delta_log/0000000000000000000" in lists[0]
+    assert "start-after=listing/_delta_log/00000000000000000005"[:-1] in lists[0]
+
+    write_table(
+        uri,
+        pa.table({"id": pa.array([8], pa.int64())}),
+        mode="append",
+        storage_options=s3["options"],
+    )
+    proxy.reset()
+    assert log.update().version == 8
+    lists = _log_lists(proxy)
+    assert len(lists) == 1 and "start-after=listing/_delta_log/0000000000000000000" in lists[0]
+
+
+def _synthetic_commit(files: int) -> bytes:
+    """Version 0 of a table of ``files`` (absent) data files with statistics: a checkpoint of
+    it is mostly ``add.stats`` and ``add.path``."""
+    schema = {
+        "type": "struct",
+        "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}],
+    }
+    lines: list[dict[str, Any]] = [
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {
+            "metaData": {
+                "id": "synthetic",
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": json.dumps(schema),
+                "partitionColumns": [],
+                "configuration": {},
+                "createdTime": 0,
+            }
+        },
+    ]
+    for i in range(files):
+        stats = {
+            "numRecords": 100 + i,
+            "minValues": {"id": i * 1000},
+            "maxValues": {"id": i * 1000 + 99},
+            "nullCount": {"id": i % 3},
+        }
+        lines.append(
+            {
+                "add": {
+                    "path": f"part-{i:05d}-{i * 7919 % 100003:06d}.parquet",
+                    "partitionValues": {},
+                    "size": 1000 + i,
+                    "modificationTime": i,
+                    "dataChange": True,
+                    "stats": json.dumps(stats),
+                }
+            }
+        )
+    return "\n".join(json.dumps(line) for line in lines).encode()
+
+
+def test_large_checkpoints_and_deletion_vectors_are_read_by_range(
+    s3: dict[str, Any], proxy: FaultProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deltalog.deletion_vectors import read_deletion_vector
+    from deltalog.log.reader import read_checkpoint
+
+    # A checkpoint well above pyarrow's 64 KiB footer read: its projected columns by range.
+    uri = f"{s3['root']}/big"
+    store = store_for(uri, s3["options"])
+    store.write_if_absent(f"{uri}/_delta_log/{0:020d}.json", _synthetic_commit(6000))
+    DeltaLog.for_table(uri, storage_options=s3["options"]).checkpoint()
+    DeltaLog.clear_cache()
+    log = DeltaLog.for_table(uri, storage_options=options_for(proxy.endpoint))
+    checkpoint = log.update().segment.checkpoint
+    assert checkpoint is not None
+    path = checkpoint.files[0].path
+    size = log.store.stat(path).size
+    # Large means above 4 MiB (one GET is cheaper below); a quarter MiB stands in for it here.
+    monkeypatch.setattr(object_store, "WHOLE_READ_BYTES", 128 << 10)
+    assert size > object_store.WHOLE_READ_BYTES
+    proxy.reset()
+    got = read_checkpoint(log.store, checkpoint, table=uri, keys=("protocol", "metaData"))
+    assert got.num_rows and got.column("metaData").drop_null()[0]["id"].as_py() == "synthetic"
+    fetched = sum(n for m, p, n in proxy.served if m == "GET" and ".checkpoint.parquet" in p)
+    assert 0 < fetched < size / 3  # a 64 KiB footer read and two actions' columns
+
+    # Each file's deleted rows come from its own range of the shared vector file.
+    uri = f"{s3['root']}/vectors"
+    rows = pa.table({"id": pa.array(range(2000), pa.int64())})
+    dv = {"delta.enableDeletionVectors": "true"}
+    for i in range(4):
+        mode = "append" if i else "error"
+        write_table(
+            uri,
+            rows.slice(i * 500, 500),
+            mode=mode,
+            configuration=dv,
+            storage_options=s3["options"],
+        )
+    doomed = ", ".join(str(k * 20 + 7) for k in range(100))  # 25 a file: too many to inline
+    delete(uri, f"id IN ({doomed})")  # one vector file holding a vector for each of the 4 files
+    log = DeltaLog.for_table(uri, storage_options=options_for(proxy.endpoint))
+    proxy.reset()
+    deleted = 0
+    for descriptor in log.update().all_files_arrow()["deletionVector"].to_pylist():
+        rows_gone = read_deletion_vector(
+            log.store, uri, DeletionVectorDescriptor.from_dict(descriptor)
+        )
+        assert sorted(int(r) for r in rows_gone) == list(range(7, 500, 20))
+        deleted += len(rows_gone)
+    assert deleted == 100
+    vector_gets = [n for m, p, n in proxy.served if m == "GET" and p.split("?")[0].endswith(".bin")]
+    dv_files = [f for f in log.store.list_recursive(uri) if f.path.endswith(".bin")]
+    assert len(vector_gets) == 4 and len(dv_files) == 1
+    assert sum(vector_gets) < dv_files[0].size
+
+
+def test_request_errors_are_scrubbed_of_credentials() -> None:
+    from deltalog.errors.storage import request_failed
+    from deltalog.storage import StorageOptions
+
+    options = StorageOptions.of(
+        {
+            "AZURE_STORAGE_ACCOUNT_NAME": "acct",
+            "AZURE_STORAGE_ACCOUNT_KEY": "a2V5LXNlY3JldA==",
+            "AZURE_STORAGE_SAS_KEY": "sv=2024&sig=c2FzLXNpZw",
+        }
+    )
+    assert "acct" not in options.secret_values()  # a name is not a credential
+    # A server that echoes the request (SAS in the URL) and a header with the key.
+    echoed = (
+        "Error performing GET https://acct.blob.core.windows.net/c/t/_delta_log/0.json"
+        "?sv=2024&sig=c2FzLXNpZw in 1s - 403 Forbidden: key a2V5LXNlY3JldA== rejected"
+    )
+    error = request_failed(
+        "az://c", "GET", "az://c/t/_delta_log/0.json", RuntimeError(echoed), options.secret_values()
+    )
+    text = str(error)
+    assert "c2FzLXNpZw" not in text and "a2V5LXNlY3JldA==" not in text
+    assert "https://acct.blob.core.windows.net/c/t/_delta_log/0.json?***" in text
+    assert "403 Forbidden" in text
+
+
+def test_retries_follow_the_options_and_then_fail_typed(
+    s3: dict[str, Any], proxy: FaultProxy
+) -> None:
+    from deltalog.errors.storage import StorageError
+
+    retry = {"MAX_RETRIES": "2", "RETRY_TIMEOUT": "20s", "BACKOFF_CONFIG.INIT_BACKOFF": "50ms"}
+    store = store_for(s3["root"], {**options_for(proxy.endpoint), **retry})
+    proxy.slow_down_every = 1  # every request throttled: 1 try + 2 retries, then an error
+    started = time.monotonic()
+    with pytest.raises(StorageError) as info:
+        store.read(f"{s3['root']}/t/_delta_log/00000000000000000000.json")
+    assert proxy.injected == 3
+    assert time.monotonic() - started >= 0.05  # backed off before retrying
+    text = str(info.value)
+    assert "GET" in text and "503" in text and SECRET not in text
+    with pytest.raises(InvalidArgumentError, match="MAX_RETRIES"):
+        store_for(f"{s3['root']}-x", {**s3["options"], "MAX_RETRIES": "many"})

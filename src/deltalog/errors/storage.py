@@ -7,7 +7,7 @@ Kept out of ``errors/__init__``'s re-exports (as ``errors/vacuum.py``); import t
 from __future__ import annotations
 
 from deltalog.errors import DeltaError, DeltaWriteError, InvalidArgumentError
-from deltalog.storage.options import SINGLE_WRITER_KEYS
+from deltalog.storage.options import SINGLE_WRITER_KEYS, scrub
 
 
 class StorageError(DeltaError):
@@ -43,9 +43,13 @@ def bad_storage_option(bucket: str, key: str, reason: str) -> InvalidArgumentErr
     )
 
 
-def request_failed(bucket: str, operation: str, path: str, cause: BaseException) -> StorageError:
-    # The library's message names the request and status, never the credentials.
+def request_failed(
+    bucket: str, operation: str, path: str, cause: BaseException, secrets: tuple[str, ...] = ()
+) -> StorageError:
+    # The library's first line names the request and status; scrubbed of the credentials'
+    # values and of URL query strings (SAS tokens) in case a server echoes them.
     first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    first = scrub(first, secrets)
     return StorageError(
         "DELTA_STORE_REQUEST_FAILED",
         f"{operation} {path} on {bucket} failed after retries: {first}",

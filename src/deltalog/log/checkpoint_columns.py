@@ -20,7 +20,7 @@ file lacks. Files without statistics are read whole.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 
@@ -28,21 +28,25 @@ import pyarrow as pa
 _DERIVED = ("partitionValues_parsed", "stats_parsed")
 
 
-def open_parquet(data: bytes) -> Any:
-    """pyarrow's low-level parquet reader over ``data``.
+def open_parquet(data: bytes | BinaryIO) -> Any:
+    """pyarrow's low-level parquet reader over ``data``: bytes, or a seekable file (an object
+    store's ranged reader) whose column chunks are fetched when read, nearby ones coalesced into
+    one request (``pre_buffer``), so the leaves :func:`projected_leaves` leaves out are never
+    downloaded.
 
     ``pyarrow.parquet`` (the public module) costs ~25 ms to import for wrappers replay does not
     use; its ``ParquetFile`` reads through this same reader.
     """
-    source = pa.BufferReader(data)
+    ranged = not isinstance(data, bytes | bytearray | memoryview)
+    source = pa.PythonFile(data, mode="r") if ranged else pa.BufferReader(data)
     try:
         from pyarrow._parquet import ParquetReader
     except ImportError:  # pragma: no cover - a pyarrow that moved it
         import pyarrow.parquet as pq
 
-        return pq.ParquetFile(source).reader
+        return pq.ParquetFile(source, pre_buffer=ranged).reader
     reader = ParquetReader()
-    reader.open(source)
+    reader.open(source, pre_buffer=ranged)
     return reader
 
 

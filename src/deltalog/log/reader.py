@@ -276,7 +276,9 @@ def _read_parquet(store: LogStore, path: str, keys: tuple[str, ...], *, table: s
     """The action columns ``keys`` of one checkpoint parquet file, projected to the leaves
     replay needs (:mod:`deltalog.log.checkpoint_columns`); absent ones are the caller's to fill."""
     try:
-        reader = open_parquet(store.read(path))
+        # An object store reads a large checkpoint by ranges: only the projected columns.
+        open_input = getattr(store, "open_input", None)
+        reader = open_parquet(store.read(path) if open_input is None else open_input(path))
         data = reader.read_all(column_indices=projected_leaves(reader, keys), use_threads=True)
     except FileNotFoundError:
         raise errors.InvalidTableError(

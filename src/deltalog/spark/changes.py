@@ -50,6 +50,7 @@ from deltalog.spark.scan import (
 from deltalog.spark.scan_plan import spark_file_uris
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import conf_get, ensure_no_listing_job
+from deltalog.spark.storage import changes_through_seam, jvm_reads
 
 if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
@@ -81,6 +82,8 @@ def changes_to_df(spark: Any, plan: ChangePlan, store: LogStore) -> Any:
     out_schema = to_spark_schema(cdc_read_schema(schema))
     if plan.files.num_rows == 0:
         return spark.createDataFrame([], out_schema)
+    if not jvm_reads(spark, snapshot.table_root):  # an object store without its Hadoop jars
+        return changes_through_seam(spark, snapshot.table_root, plan.range.start, plan.range.end)
     mode = snapshot.column_mapping_mode
     partition_names = {c.lower() for c in snapshot.partition_columns}
     data_fields = [f for f in schema.fields if f.name.lower() not in partition_names]

@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from deltalog.delta_log import DeltaLog
+from deltalog.paths import location_uri
 from deltalog.spark.session import conf_get, session_time_zone
 
 RETENTION_CHECK_KEY = "spark.databricks.delta.retentionDurationCheck.enabled"
@@ -47,7 +48,8 @@ def vacuum(
     lite: bool | None,
 ) -> DataFrame:
     """Run VACUUM; an empty DataFrame (as delta-spark's Python ``vacuum``), or in a dry run
-    the files it would delete as ``file:`` paths in a ``path`` column."""
+    the files it would delete as ``file:`` paths (object-store URIs as they are) in a
+    ``path`` column."""
     from deltalog.commands.vacuum import vacuum as run
     from deltalog.spark.vacuum_ops import SparkFileOps
 
@@ -63,7 +65,7 @@ def vacuum(
     )
     log.update()
     if dry_run:
-        return spark.createDataFrame([(f"file:{p}",) for p in result.paths], DRY_RUN_SCHEMA)
+        return spark.createDataFrame([(location_uri(p),) for p in result.paths], DRY_RUN_SCHEMA)
     return spark.createDataFrame([], T.StructType([]))
 
 

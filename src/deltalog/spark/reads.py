@@ -120,8 +120,12 @@ def load(spark: Any, options: Mapping[str, Any], *, python_source: bool = True) 
     from deltalog.spark.scan import read_snapshot
     from deltalog.spark.scan_plan import jvm_readable, snapshot_inputs
     from deltalog.spark.session import conf_get, session_time_zone
+    from deltalog.spark.storage import jvm_reads, register_session
 
     opts = read_options(options)
+    # Object stores: the session's settings, under the load's own storage options.
+    register_session(spark, opts["path"], storage_of(opts))
+    seam = not jvm_reads(spark, opts["path"])  # the storage seam reads any path: no fallback
     if is_cdc_read(opts):
         from deltalog.spark.changes import changes_to_df
 
@@ -129,11 +133,11 @@ def load(spark: Any, options: Mapping[str, Any], *, python_source: bool = True) 
         zone = conf_get(spark, "spark.sql.session.timeZone", "UTC")
         bounds = CdfBounds.from_options(opts, table=log.table_root)
         plan = plan_changes(log, resolve_range(log, bounds, time_zone=zone))
-        if python_source and not jvm_readable(plan.files["path"]):
+        if python_source and not seam and not jvm_readable(plan.files["path"]):
             return None
         return changes_to_df(spark, plan, log.store)
     snapshot = snapshot_for(opts, session_time_zone(spark))
     store = DeltaLog.for_table(opts["path"], storage_options=storage_of(opts).as_dict()).store
-    if python_source and not jvm_readable(snapshot_inputs(snapshot, store).paths):
+    if python_source and not seam and not jvm_readable(snapshot_inputs(snapshot, store).paths):
         return None
     return read_snapshot(spark, snapshot, store)

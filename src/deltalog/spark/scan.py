@@ -50,7 +50,7 @@ from deltalog.spark.scan_plan import (
 )
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import conf_get, ensure_no_listing_job, is_connect, reader
-from deltalog.spark.storage import jvm_reads, read_through_seam
+from deltalog.spark.storage import jvm_reads, note_path, read_through_seam
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -102,10 +102,20 @@ def scan_dataframe(
     :func:`file_keys` value of each row's file) and :data:`ROW` (its physical row index),
     which deletion vectors are made of.
 
+    On an object store the session's JVM cannot reach (no Hadoop connector), the files are
+    read in Python tasks through the storage seam instead (:mod:`deltalog.spark.seam_scan`),
+    with the same columns.
+
     Raises:
         InvalidTableError: a data file named in the log is missing.
         UnsupportedFeatureError: a file path Spark's file source cannot read as given.
     """
+    if not jvm_reads(spark, snapshot.table_root):  # an object store without its Hadoop jars
+        from deltalog.spark.seam_scan import seam_dataframe
+
+        assert files is not None, "the storage seam's scan reads given files"
+        return seam_dataframe(spark, snapshot, files, row_ids=row_ids)
+    note_path(snapshot.table_root, "scan", jvm=True)
     if inputs is None:
         assert files is not None, "scan_dataframe needs files or inputs"
         inputs = scan_inputs(snapshot, store, files)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from deltalog import errors
+from deltalog.paths import location_uri
 from deltalog.spark import names, sql_alter
 from deltalog.spark.catalog_api import like
 from deltalog.spark.sql_dml import empty
@@ -75,7 +76,7 @@ def _vacuum(spark: Any, s: Vacuum) -> Any:
     result = table.vacuum(s.retain_hours, dryRun=s.dry_run, lite=s.lite)
     if s.dry_run:
         return result
-    return spark.createDataFrame([(f"file:{table._log.table_root}",)], PATH_SCHEMA)
+    return spark.createDataFrame([(location_uri(table._log.table_root),)], PATH_SCHEMA)
 
 
 def _optimize(spark: Any, s: Optimize) -> Any:

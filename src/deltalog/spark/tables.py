@@ -12,6 +12,7 @@ from pyspark.sql import types as T
 
 from deltalog import errors
 from deltalog.delta_log import DeltaLog
+from deltalog.paths import location_uri
 from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
 from deltalog.spark import api_args
@@ -395,7 +396,7 @@ class DeltaTable:
             md.id,
             md.name,
             md.description,
-            f"file:{s.table_root}",
+            location_uri(s.table_root),
             None if md.created_time is None else _utc(md.created_time),
             _utc(s.timestamp),
             list(md.partition_columns),
@@ -441,6 +442,7 @@ def read_table(
     """
     if version is not None and timestamp is not None:
         raise errors.invalid_argument("Cannot specify both version and timestamp", table=path)
+    register_session(spark, path)
     log = DeltaLog.for_table(path)
     snapshot: Snapshot
     if version is not None:
@@ -500,6 +502,7 @@ def read_changes(
         "endingTimestamp": ending_timestamp,
     }
     given = {k: str(v) for k, v in options.items() if v is not None}
+    register_session(spark, path)
     return read(spark, DeltaLog.for_table(path), given)
 
 

@@ -12,7 +12,8 @@ endpoints and retries behave as they do there.
 - **Listing** ``_delta_log`` from a version passes a start-after key to the store (S3
   ``start-after``, the crate's ``list_with_offset``), so a 100k-commit log is not listed whole.
 - **Retries**: the crate retries 5xx, throttling and dropped connections with exponential
-  back-off and jitter; what still fails becomes a :class:`~deltalog.errors.storage.StorageError`
+  back-off and jitter (delta-rs's ``MAX_RETRIES``, ``RETRY_TIMEOUT`` and ``BACKOFF_CONFIG.*``
+  options tune it); what still fails becomes a :class:`~deltalog.errors.storage.StorageError`
   that names the request, never the credentials.
 - **Data files** are spooled to a temporary file and put in one request (multipart above the
   chunk size) when the stream closes: an object appears whole or not at all.
@@ -32,11 +33,13 @@ from typing import Any, BinaryIO, TypeVar
 
 from deltalog.errors import storage as storage_errors
 from deltalog.storage.base import FileInfo
-from deltalog.storage.options import StorageOptions, bucket_of
+from deltalog.storage.options import StorageOptions, bucket_of, scrub
 
 T = TypeVar("T")
 
 _SPOOL_BYTES = 32 << 20
+WHOLE_READ_BYTES = 4 << 20
+"""Objects up to this size are read whole by :meth:`ObjectLogStore.open_input`."""
 _LIST_CHUNK = 1000
 # Options the HTTP client takes (``AWS_ALLOW_HTTP`` is the client's ``allow_http``).
 _CLIENT_KEYS = {
@@ -54,9 +57,24 @@ _CLIENT_KEYS = {
     "http2_only",
 }
 _OURS = {"DELTALOG_SINGLE_WRITER", "AWS_S3_ALLOW_UNSAFE_RENAME"}
+# delta-rs's retry options (durations as "500ms", "30s", "2m" or seconds).
+_RETRY_KEYS = {
+    "MAX_RETRIES",
+    "RETRY_TIMEOUT",
+    "BACKOFF_CONFIG.INIT_BACKOFF",
+    "BACKOFF_CONFIG.MAX_BACKOFF",
+    "BACKOFF_CONFIG.BASE",
+}
 # delta-rs options with no meaning for this store; accepted so one dict serves both libraries.
 _IGNORED = {"AWS_S3_LOCKING_PROVIDER", "AWS_CONDITIONAL_PUT", "DELTA_DYNAMO_TABLE_NAME"}
-_SCHEMES = {"s3", "s3a", "gs", "az", "abfs", "abfss", "adl", "azure"}
+# Each store's option prefix and the schemes it serves.
+_FAMILIES = {
+    "aws_": ("s3", "s3a"),
+    "azure_": ("az", "abfs", "abfss", "adl", "azure"),
+    "google_": ("gs",),
+}
+_FAMILY_OF = {scheme: prefix for prefix, schemes in _FAMILIES.items() for scheme in schemes}
+_SCHEMES = set(_FAMILY_OF)
 
 
 def is_object_store_uri(path: str) -> bool:
@@ -102,7 +120,8 @@ class ObjectLogStore:
         except NotFoundError:
             raise FileNotFoundError(path) from None
         except BaseError as e:
-            raise storage_errors.request_failed(self.bucket, operation, path, e) from None
+            secrets = self.options.secret_values()
+            raise storage_errors.request_failed(self.bucket, operation, path, e, secrets) from None
 
     # -- listing --------------------------------------------------------------------------
 
@@ -187,9 +206,17 @@ class ObjectLogStore:
         )
 
     def open_input(self, path: str) -> BinaryIO:
-        """A seekable reader of ``path`` that fetches only the ranges read (a parquet footer
-        costs two small GETs, not the file)."""
-        return _RangedInput(self, path, self.stat(path).size)  # type: ignore[return-value]
+        """A seekable reader of ``path``: objects up to :data:`WHOLE_READ_BYTES` are fetched in
+        one GET (fewer round trips than their ranges); larger ones fetch only the ranges read
+        (a parquet footer, the column chunks a checkpoint read projects).
+
+        Raises:
+            FileNotFoundError: ``path`` does not exist.
+        """
+        size = self.stat(path).size
+        if size <= WHOLE_READ_BYTES:
+            return io.BytesIO(self.read(path))
+        return _RangedInput(self, path, size)  # type: ignore[return-value]
 
     def stat(self, path: str) -> FileInfo:
         import obstore
@@ -310,7 +337,8 @@ class ObjectLogStore:
         except BaseError as e:
             if "501" in str(e) or "NotImplemented" in str(e):
                 return False  # the endpoint rejects conditional puts
-            raise storage_errors.request_failed(self.bucket, "PUT", path, e) from None
+            secrets = self.options.secret_values()
+            raise storage_errors.request_failed(self.bucket, "PUT", path, e, secrets) from None
         try:
             obstore.put(self._store, probe, b"2", mode="create")
             return False
@@ -372,9 +400,12 @@ def _build(bucket: str, options: StorageOptions) -> Any:
         raise storage_errors.storage_unavailable() from None
     config: dict[str, str] = {}
     client: dict[str, Any] = {}
+    foreign = _FAMILIES.keys() - {_FAMILY_OF[bucket.partition("://")[0]]}
     for key, value in options.items:
-        if key in _OURS or key in _IGNORED:
+        if key in _OURS or key in _IGNORED or key in _RETRY_KEYS:
             continue
+        if key.lower().startswith(tuple(foreign)):
+            continue  # one session's settings serve every store: S3's keys are not Azure's
         bare = key.lower()
         for prefix in ("aws_", "azure_", "google_"):
             bare = bare.removeprefix(prefix)
@@ -382,10 +413,49 @@ def _build(bucket: str, options: StorageOptions) -> Any:
             client[bare] = value.lower() == "true" if value.lower() in ("true", "false") else value
         else:
             config[key.lower()] = value
+    retry = _retry_config(bucket, options)
     try:
-        return from_url(bucket, config=config or None, client_options=client or None)  # type: ignore[arg-type]
+        return from_url(
+            bucket,
+            config=config or None,  # type: ignore[arg-type]
+            client_options=client or None,  # type: ignore[arg-type]
+            retry_config=retry or None,  # type: ignore[arg-type]
+        )
     except BaseError as e:
-        # The library's first line names the key; the value is not repeated.
-        raise storage_errors.bad_storage_option(
-            bucket, "options", str(e).strip().splitlines()[0]
-        ) from None
+        # The library's first line names the key; a value it repeats is scrubbed.
+        first = scrub(str(e).strip().splitlines()[0], options.secret_values())
+        raise storage_errors.bad_storage_option(bucket, "options", first) from None
+
+
+def _retry_config(bucket: str, options: StorageOptions) -> dict[str, Any]:
+    """The library's retry settings from delta-rs's option names (defaults: 10 retries within
+    3 minutes, back-off from 100 ms doubling up to 15 s, with jitter)."""
+    out: dict[str, Any] = {}
+    backoff: dict[str, Any] = {}
+    for key, value in options.items:
+        if key not in _RETRY_KEYS:
+            continue
+        try:
+            if key == "MAX_RETRIES":
+                out["max_retries"] = int(value)
+            elif key == "RETRY_TIMEOUT":
+                out["retry_timeout"] = _duration(value)
+            elif key == "BACKOFF_CONFIG.BASE":
+                backoff["base"] = float(value)
+            else:
+                backoff[key.rpartition(".")[2].lower()] = _duration(value)
+        except ValueError:
+            raise storage_errors.bad_storage_option(
+                bucket, key, "expected a number, or a duration such as 500ms, 30s or 2m"
+            ) from None
+    if backoff:
+        out["backoff"] = backoff
+    return out
+
+
+def _duration(text: str) -> dt.timedelta:
+    value = text.strip().lower()
+    for suffix, unit in (("ms", 0.001), ("s", 1.0), ("m", 60.0)):
+        if value.endswith(suffix) and not (suffix == "s" and value.endswith("ms")):
+            return dt.timedelta(seconds=float(value[: -len(suffix)]) * unit)
+    return dt.timedelta(seconds=float(value))

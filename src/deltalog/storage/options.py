@@ -13,6 +13,7 @@ errors get printed.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,6 +24,18 @@ SINGLE_WRITER_KEYS = ("DELTALOG_SINGLE_WRITER", "AWS_S3_ALLOW_UNSAFE_RENAME")
 SPARK_CONF_PREFIX = "spark.deltalog.storage."
 STORAGE_PREFIXES = ("aws_", "azure_", "google_", "deltalog_")
 """Lower-cased prefixes of reader/writer options that are storage options."""
+
+_SECRET_NAME = re.compile(r"SECRET|TOKEN|PASSWORD|SAS|KEY|CREDENTIAL|SIGNATURE")
+_URL_QUERY = re.compile(r"(https?://[^\s?'\"]+)\?[^\s'\"]*")
+
+
+def scrub(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every secret value and every URL's query string (where SAS tokens and
+    presigned signatures travel) replaced by ``***``."""
+    for value in sorted(secrets, key=len, reverse=True):
+        text = text.replace(value, "***")
+    return _URL_QUERY.sub(r"\1?***", text)
+
 
 # Hadoop s3a names of the session conf, and the option each one is.
 _S3A_NAMES = {
@@ -74,6 +87,11 @@ class StorageOptions:
             if value is not None and value.strip().lower() in ("true", "1", "yes"):
                 return True
         return False
+
+    def secret_values(self) -> tuple[str, ...]:
+        """Values of the options that hold credentials (keys, secrets, tokens, SAS), to scrub
+        from any text that could be shown."""
+        return tuple(v for k, v in self.items if _SECRET_NAME.search(k) and len(v) >= 4)
 
     def __repr__(self) -> str:
         return f"StorageOptions(keys={[k for k, _ in self.items]})"
