@@ -138,6 +138,7 @@ def main() -> None:
         cdf_range = resolve_range(log, CdfBounds(str(start), None, str(end), None))
         plan_s, plan = timed(lambda r=cdf_range, lg=log: plan_changes(lg, r))
         df_s, df = timed(lambda p=plan, lg=log: changes_to_df(spark, p, lg.store))
+        tasks = df.rdd.getNumPartitions()
         job_s, _ = timed(lambda d=df: d.count())
         arrow_s, _ = timed(lambda d=df: to_arrow(d))
         # The floor: Spark's own parquet reader counting the same files (no plan, no joins).
@@ -152,7 +153,8 @@ def main() -> None:
         )
         print(
             f"{label:>9}  breakdown: plan from the log {plan_s:.3f}s ({plan.files.num_rows} file "
-            f"reads), DataFrame {df_s:.3f}s, count job {job_s:.3f}s, rows to Arrow {arrow_s:.3f}s"
+            f"reads), DataFrame {df_s:.3f}s, count job {job_s:.3f}s ({tasks} tasks), "
+            f"rows to Arrow {arrow_s:.3f}s; load average {os.getloadavg()[0]:.1f}"
         )
     spark.stop()
 
