@@ -64,6 +64,7 @@ PLAN_SCHEMA = pa.schema(
         ("change_type", pa.string()),  # insert/delete for data files, null for change files
         ("partitionValues", pa.map_(pa.string(), pa.string())),
         ("mode", pa.int8()),  # ALL_ROWS, EXCEPT_ROWS or ONLY_ROWS of `rows`
+        ("size", pa.int64()),  # bytes of the file, as the log records it
     ]
 )
 ROWS_SCHEMA = pa.schema([("spec_id", pa.int64()), ("row", pa.int64())])
@@ -383,6 +384,7 @@ class _PlanBuilder:
         timestamp: int,
         path: str,
         partition_values: Mapping[str, str | None] | None,
+        size: int | None,
         *,
         change_type: str | None,
         mode: int = ALL_ROWS,
@@ -398,6 +400,7 @@ class _PlanBuilder:
             "change_type": change_type,
             "partitionValues": list((partition_values or {}).items()),
             "mode": mode,
+            "size": size,
         }
         for name, value in values.items():
             self._columns[name].append(value)
@@ -415,7 +418,9 @@ class _PlanBuilder:
                     raise _missing_change_data(table, cdf_range, version)
         if commit.cdc:
             for cdc in commit.cdc:
-                self._emit(version, timestamp, cdc.path, cdc.partition_values, change_type=None)
+                self._emit(
+                    version, timestamp, cdc.path, cdc.partition_values, cdc.size, change_type=None
+                )
             return
         if _merge_without_changes(commit.commit_info):
             return
@@ -453,6 +458,7 @@ class _PlanBuilder:
             timestamp,
             action["path"],
             dict(action["partitionValues"] or []),
+            action.get("size"),
             change_type=kind,
             mode=ALL_ROWS if deleted is None else EXCEPT_ROWS,
             rows=deleted,
@@ -479,6 +485,7 @@ class _PlanBuilder:
                     timestamp,
                     add["path"],
                     partition_values,
+                    add.get("size"),
                     change_type=kind,
                     mode=ONLY_ROWS,
                     rows=rows,

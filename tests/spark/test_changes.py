@@ -11,6 +11,7 @@ import pytest
 
 import deltalog
 from deltalog.spark.bridge import load_with_python_source
+from deltalog.spark.changes import _byte_size, scan_tasks
 from deltalog.spark.session import to_arrow
 from deltalog.tables import read_changes
 from tests.conformance.cdf import commit_times_from_commit_info, normalize, oracle_changes
@@ -78,6 +79,22 @@ def test_written_table_and_schema(spark: Any, written: str) -> None:
         "timestamp",
     ]
     assert normalize(to_arrow(df)) == normalize(oracle_changes(written, 0, None))
+
+
+def test_scan_tasks_follow_bytes_not_files(spark: Any) -> None:
+    # Spark pads each file with a 4 MB open cost; a range of tiny files runs in the cluster's
+    # parallelism of tasks, a large one in one task per maxPartitionBytes (default 128 MB).
+    parallelism = spark.sparkContext.defaultParallelism
+    assert scan_tasks(spark, 10_000) == parallelism
+    assert scan_tasks(spark, 0) == parallelism
+    assert scan_tasks(spark, 64 * 128 * 2**20 + 1) == max(parallelism, 65)
+    assert [_byte_size(t) for t in ("134217728b", "128MB", "1g", " 64k ", "7")] == [
+        2**27,
+        2**27,
+        2**30,
+        2**16,
+        7,
+    ]
 
 
 def test_source_options(spark: Any, written: str) -> None:

@@ -9,7 +9,10 @@ the rows of a long range are read in parallel across the cluster:
 * deletion vectors select rows by ``_metadata.row_index``: all rows, all but the vector's, or
   only the listed ones (a vector replaced inside a commit);
 * partition values, the change type, the commit version and the commit timestamp come from the
-  plan; change files bring their own ``_change_type``.
+  plan; change files bring their own ``_change_type``;
+* each scan is coalesced to the tasks its bytes need (:func:`scan_tasks`): a busy table's range
+  is mostly tiny files, which Spark's split planning (4 MB assumed per file open) spreads over
+  dozens of tasks of milliseconds of work each.
 
 Output: the table's columns at the range's end (logical names), then ``_change_type``,
 ``_commit_version`` and ``_commit_timestamp`` (``cdcReadSchema``).
@@ -17,6 +20,8 @@ Output: the table's columns at the range's end (logical names), then ``_change_t
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -121,7 +126,46 @@ def _scan(
     root = plan.snapshot.table_root
     df = read_files_or_raise(spark, to_spark_schema(physical), paths, root, store)
     file_path, row_index = df["_metadata.file_path"], df["_metadata.row_index"]
-    return df.select("*", file_path.alias(FILE), row_index.alias(ROW))
+    df = df.select("*", file_path.alias(FILE), row_index.alias(ROW))
+    tasks = scan_tasks(spark, _bytes(plan, paths))
+    return df if tasks is None else df.coalesce(tasks)
+
+
+def _bytes(plan: ChangePlan, paths: list[str]) -> int:
+    """Bytes of the distinct files ``paths`` (a file read twice in the plan counts once)."""
+    files = plan.files.filter(pc.is_in(plan.files["path"], pa.array(paths, pa.string())))
+    sizes = files.group_by("path").aggregate([("size", "max")])["size_max"]
+    return int(pc.sum(pc.fill_null(sizes, 0)).as_py() or 0)
+
+
+def scan_tasks(spark: Any, total_bytes: int) -> int | None:
+    """Tasks for a scan of ``total_bytes``: one per ``spark.sql.files.maxPartitionBytes``, at
+    least ``spark.sql.files.minPartitionNum`` (default: the cluster's parallelism).
+
+    Spark's own splits pad every file with ``spark.sql.files.openCostInBytes`` (4 MB), so a
+    thousand 10 kB files become ~32 tasks on 2 cores; the coalesce keeps its splits and runs
+    them in fewer tasks, never more (it is lazy, narrow, and a no-op for large files). ``None``
+    where the parallelism is unknown (Spark Connect: no SparkContext).
+    """
+    try:
+        parallelism = int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect
+        return None
+    minimum = conf_get(spark, "spark.sql.files.minPartitionNum", "")
+    floor = int(minimum) if minimum.isdigit() else parallelism
+    per_task = _byte_size(conf_get(spark, "spark.sql.files.maxPartitionBytes", "128m"))
+    return max(floor, math.ceil(total_bytes / per_task), 1)
+
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
+
+
+def _byte_size(text: str) -> int:
+    """Spark's byte-size conf text (``134217728b``, ``128MB``, ``1g``) in bytes."""
+    match = re.fullmatch(r"\s*(\d+)\s*([kmgtp]?)b?\s*", text.lower())
+    if match is None:
+        return 128 * 2**20
+    return max(int(match.group(1)) * _UNITS[match.group(2)], 1)
 
 
 def _select_rows(spark: Any, plan: ChangePlan, df: Any) -> Any:
