@@ -95,11 +95,15 @@ def test_files_with_the_spark_engine_matches_the_driver(spark: Any, capsys: Any)
     # The suite's session is the active one, so the CLI's Spark engine replays on it (a user's
     # run starts its own local session, as the scripts of tests/cli/test_install.py do).
     code, driver, _ = run(capsys, "files", DV_TABLE, "--json")
-    tracker = spark.sparkContext.statusTracker()
-    jobs_before = len(tracker.getJobIdsForGroup(None))
-    spark_code, on_spark, err = run(capsys, "files", DV_TABLE, "--json", "--engine", "spark")
+    sc = spark.sparkContext
+    sc.setJobGroup("cli-spark-engine", "the CLI's Spark engine")
+    try:
+        spark_code, on_spark, err = run(capsys, "files", DV_TABLE, "--json", "--engine", "spark")
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     assert code == spark_code == 0, err
-    assert len(tracker.getJobIdsForGroup(None)) > jobs_before  # the replay ran as Spark jobs
+    # the replay ran as Spark jobs
+    assert sc.statusTracker().getJobIdsForGroup("cli-spark-engine")
     assert json.loads(on_spark) == json.loads(driver)
 
 

@@ -85,7 +85,7 @@ def test_convert_reads_footers_in_spark_tasks(spark: Any, tmp_path: Path) -> Non
             DeltaTable.convertToDelta(spark, f"parquet.`{bad}`", "p int")
         assert e.value.error_class == "DELTA_CONVERT_NON_PARQUET_TABLE"
     finally:
-        spark.sparkContext.setJobGroup("", "")
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         spark.conf.unset(THRESHOLD_KEY)
     assert jobs
     convert_to_delta(str(copy), partition_schema(spark, "p int"))

@@ -104,7 +104,7 @@ def test_vacuum_in_spark_tasks_deletes_what_the_driver_does(spark: Any, tmp_path
         DeltaTable.forPath(spark, path).vacuum(0)
         jobs = spark.sparkContext.statusTracker().getJobIdsForGroup(group)
     finally:
-        spark.sparkContext.setJobGroup("", "")
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         for k in keys:
             spark.conf.unset(k)
     driver = deltalog.vacuum(copy, 0, enforce_retention_duration=False)
