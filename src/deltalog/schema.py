@@ -332,28 +332,33 @@ def _as_nullable(t: DataType) -> DataType:
 def drop_column_mapping_metadata(schema: StructType) -> StructType:
     """``schema`` without column-mapping field metadata (ids, physical names, nested ids and the
     parquet field-id keys), at every nesting level: a DataFrame's schema must not bring its own."""
-    result = _drop_cm(schema)
+    result = _without_keys(schema, COLUMN_MAPPING_METADATA_KEYS)
     assert isinstance(result, StructType)
     return result
 
 
-def _drop_cm(t: DataType) -> DataType:
+def _without_keys(t: DataType, keys: frozenset[str]) -> DataType:
+    """``t`` with the field metadata ``keys`` removed at every nesting level."""
     if isinstance(t, StructType):
         return StructType(
             tuple(
                 StructField(
                     f.name,
-                    _drop_cm(f.type),
+                    _without_keys(f.type, keys),
                     f.nullable,
-                    {k: v for k, v in f.metadata.items() if k not in COLUMN_MAPPING_METADATA_KEYS},
+                    {k: v for k, v in f.metadata.items() if k not in keys},
                 )
                 for f in t.fields
             )
         )
     if isinstance(t, ArrayType):
-        return ArrayType(_drop_cm(t.element_type), t.contains_null)
+        return ArrayType(_without_keys(t.element_type, keys), t.contains_null)
     if isinstance(t, MapType):
-        return MapType(_drop_cm(t.key_type), _drop_cm(t.value_type), t.value_contains_null)
+        return MapType(
+            _without_keys(t.key_type, keys),
+            _without_keys(t.value_type, keys),
+            t.value_contains_null,
+        )
     return t
 
 
@@ -374,41 +379,16 @@ def read_schema(schema: StructType) -> StructType:
     """The schema a read of the table shows (delta-spark's ``removeInternalWriterMetadata``
     then ``removeInternalDeltaMetadata``): no generation or identity keys, no column-mapping
     metadata, no ``delta.typeChanges``."""
-    fields = tuple(
-        StructField(
-            f.name,
-            f.type,
-            f.nullable,
-            {
-                k: v
-                for k, v in f.metadata.items()
-                if k not in _WRITER_ONLY_KEYS and k != "delta.typeChanges"
-            },
-        )
-        for f in drop_column_mapping_metadata(schema).fields
-    )
-    result = _drop_type_changes(StructType(fields))
-    assert isinstance(result, StructType)
-    return result
-
-
-def _drop_type_changes(t: DataType) -> DataType:
-    if isinstance(t, StructType):
-        return StructType(
-            tuple(
-                StructField(
-                    f.name,
-                    _drop_type_changes(f.type),
-                    f.nullable,
-                    {k: v for k, v in f.metadata.items() if k != "delta.typeChanges"},
-                )
-                for f in t.fields
+    internal = _without_keys(schema, COLUMN_MAPPING_METADATA_KEYS | {"delta.typeChanges"})
+    assert isinstance(internal, StructType)
+    return StructType(
+        tuple(
+            StructField(
+                f.name,
+                f.type,
+                f.nullable,
+                {k: v for k, v in f.metadata.items() if k not in _WRITER_ONLY_KEYS},
             )
+            for f in internal.fields
         )
-    if isinstance(t, ArrayType):
-        return ArrayType(_drop_type_changes(t.element_type), t.contains_null)
-    if isinstance(t, MapType):
-        return MapType(
-            _drop_type_changes(t.key_type), _drop_type_changes(t.value_type), t.value_contains_null
-        )
-    return t
+    )
