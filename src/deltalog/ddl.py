@@ -12,7 +12,15 @@ import json
 import re
 
 from deltalog.commands.optimize import clustering_columns
-from deltalog.schema import ArrayType, DataType, DecimalType, MapType, StructField, StructType
+from deltalog.schema import (
+    ArrayType,
+    DataType,
+    DecimalType,
+    MapType,
+    StructField,
+    StructType,
+    simple_string,
+)
 from deltalog.snapshot import Snapshot
 
 _SQL_NAMES = {
@@ -56,16 +64,7 @@ def type_sql(t: DataType) -> str:
 def spark_simple_string(t: DataType) -> str:
     """Spark's ``DataType.simpleString`` (``bigint``, ``array<int>``, ``struct<a:int>``), as
     DESCRIBE TABLE shows types."""
-    if isinstance(t, DecimalType):
-        return f"decimal({t.precision},{t.scale})"
-    if isinstance(t, ArrayType):
-        return f"array<{spark_simple_string(t.element_type)}>"
-    if isinstance(t, MapType):
-        return f"map<{spark_simple_string(t.key_type)},{spark_simple_string(t.value_type)}>"
-    if isinstance(t, StructType):
-        inner = ",".join(f"{f.name}:{spark_simple_string(f.type)}" for f in t.fields)
-        return f"struct<{inner}>"
-    return _SQL_NAMES.get(t.name, t.name.upper()).lower()
+    return simple_string(t, lambda name: _SQL_NAMES.get(name, name.upper()).lower())
 
 
 def _not_null(f: StructField) -> str:

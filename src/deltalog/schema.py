@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,17 +179,24 @@ def _type_to_json(t: DataType) -> Any:
     }
 
 
-def simple_string(t: DataType) -> str:
-    """Spark's short type notation (``decimal(10,2)``, ``array<int>``, ``struct<a:int>``)."""
+def simple_string(t: DataType, primitive: Callable[[str], str] | None = None) -> str:
+    """The short type notation (``decimal(10,2)``, ``array<long>``, ``struct<a:integer>``).
+
+    Primitive types keep the protocol's names (``long``, ``integer``) unless ``primitive``
+    maps them (Spark's ``simpleString`` uses ``bigint``, ``int``: see ``deltalog.ddl``).
+    """
     if isinstance(t, PrimitiveType):
-        return t.name
+        return t.name if primitive is None else primitive(t.name)
     if isinstance(t, DecimalType):
         return f"decimal({t.precision},{t.scale})"
     if isinstance(t, ArrayType):
-        return f"array<{simple_string(t.element_type)}>"
+        return f"array<{simple_string(t.element_type, primitive)}>"
     if isinstance(t, MapType):
-        return f"map<{simple_string(t.key_type)},{simple_string(t.value_type)}>"
-    return "struct<" + ",".join(f"{f.name}:{simple_string(f.type)}" for f in t.fields) + ">"
+        return (
+            f"map<{simple_string(t.key_type, primitive)},{simple_string(t.value_type, primitive)}>"
+        )
+    inner = ",".join(f"{f.name}:{simple_string(f.type, primitive)}" for f in t.fields)
+    return f"struct<{inner}>"
 
 
 _ARROW_PRIMITIVES: dict[str, pa.DataType] = {
