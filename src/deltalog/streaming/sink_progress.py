@@ -10,12 +10,12 @@ its commits in ``lastProgress`` on classic and Spark Connect sessions alike.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltalog.log.filenames import commit_name
+from deltalog.log.reader import ParsedCommit, parse_commit
 
 if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
@@ -59,11 +59,14 @@ def find_batch_commits(
     for _ in range(limit):
         if version < 0 or not wanted:
             break
+        name = f"{log.log_root}/{commit_name(version)}"
         try:
-            data = log.store.read(f"{log.log_root}/{commit_name(version)}")
+            data = log.store.read(name)
         except FileNotFoundError:
             break
-        batch, rows = _txn_of(data, app_id)
+        batch, rows = _txn_of(
+            parse_commit(data, version, table=log.table_root, file=name, file_actions=False), app_id
+        )
         if batch is not None:
             if batch in wanted:
                 found[batch] = SinkCommit(version, rows)
@@ -74,22 +77,16 @@ def find_batch_commits(
     return found
 
 
-def _txn_of(data: bytes, app_id: str) -> tuple[int | None, int | None]:
+def _txn_of(commit: ParsedCommit, app_id: str) -> tuple[int | None, int | None]:
     """The batch id a commit records for ``app_id`` (if any) and its ``numOutputRows``."""
     batch: int | None = None
-    rows: int | None = None
-    for line in data.splitlines():
-        if b'"txn"' not in line and b'"commitInfo"' not in line:
-            continue
-        action = json.loads(line)
-        txn = action.get("txn")
-        if txn is not None and txn.get("appId") == app_id:
-            batch = int(txn["version"])
-        info = action.get("commitInfo")
-        if info is not None:
-            value = (info.get("operationMetrics") or {}).get("numOutputRows")
-            rows = int(value) if value is not None else None
-    return batch, rows
+    if "txn" in commit.rows.column_names:
+        for txn in commit.rows.column("txn").to_pylist():
+            if txn is not None and txn["appId"] == app_id:
+                batch = int(txn["version"])
+    info = commit.commit_info
+    value = (info.operation_metrics or {}).get("numOutputRows") if info is not None else None
+    return batch, None if value is None else int(value)
 
 
 def with_sink_progress(
