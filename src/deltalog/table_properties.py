@@ -24,6 +24,17 @@ MS_PER_UNIT = {
 _INTERVAL_PART = re.compile(r"(-?\d+)\s*([a-z]+?)s?\b")
 
 
+_BYTE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+_BYTE_SIZE = re.compile(r"\s*(\d+)\s*([kmgtp]?)b?\s*")
+
+
+def parse_byte_size(text: str) -> int | None:
+    """Bytes of one of Spark's byte-size strings (``134217728``, ``10m``, ``128MB``, ``1g``);
+    ``None`` when ``text`` is not one."""
+    m = _BYTE_SIZE.fullmatch(text.lower())
+    return None if m is None else int(m.group(1)) * _BYTE_UNITS[m.group(2)]
+
+
 def parse_interval_ms(text: str) -> int:
     """Milliseconds of a calendar interval such as ``interval 1 week`` or ``30 days``.
 

@@ -11,8 +11,9 @@ import pytest
 
 import deltalog
 from deltalog.spark.bridge import load_with_python_source
-from deltalog.spark.changes import _byte_size, scan_tasks
+from deltalog.spark.changes import scan_tasks
 from deltalog.spark.session import to_arrow
+from deltalog.table_properties import parse_byte_size
 from deltalog.tables import read_changes
 from tests.conformance.cdf import commit_times_from_commit_info, normalize, oracle_changes
 from tests.conformance.test_cdf import _write_history
@@ -88,7 +89,7 @@ def test_scan_tasks_follow_bytes_not_files(spark: Any) -> None:
     assert scan_tasks(spark, 10_000) == parallelism
     assert scan_tasks(spark, 0) == parallelism
     assert scan_tasks(spark, 64 * 128 * 2**20 + 1) == max(parallelism, 65)
-    assert [_byte_size(t) for t in ("134217728b", "128MB", "1g", " 64k ", "7")] == [
+    assert [parse_byte_size(t) for t in ("134217728b", "128MB", "1g", " 64k ", "7")] == [
         2**27,
         2**27,
         2**30,

@@ -21,7 +21,6 @@ Output: the table's columns at the range's end (logical names), then ``_change_t
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +55,7 @@ from deltalog.spark.scan_plan import spark_file_uris
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import conf_get, ensure_no_listing_job
 from deltalog.spark.storage import changes_through_seam, jvm_reads
+from deltalog.table_properties import parse_byte_size
 
 if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
@@ -153,19 +153,9 @@ def scan_tasks(spark: Any, total_bytes: int) -> int | None:
         return None
     minimum = conf_get(spark, "spark.sql.files.minPartitionNum", "")
     floor = int(minimum) if minimum.isdigit() else parallelism
-    per_task = _byte_size(conf_get(spark, "spark.sql.files.maxPartitionBytes", "128m"))
+    per_task = parse_byte_size(conf_get(spark, "spark.sql.files.maxPartitionBytes", "128m"))
+    per_task = max(per_task or 128 * 2**20, 1)
     return max(floor, math.ceil(total_bytes / per_task), 1)
-
-
-_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
-
-
-def _byte_size(text: str) -> int:
-    """Spark's byte-size conf text (``134217728b``, ``128MB``, ``1g``) in bytes."""
-    match = re.fullmatch(r"\s*(\d+)\s*([kmgtp]?)b?\s*", text.lower())
-    if match is None:
-        return 128 * 2**20
-    return max(int(match.group(1)) * _UNITS[match.group(2)], 1)
 
 
 def _select_rows(spark: Any, plan: ChangePlan, df: Any) -> Any:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from deltalog import errors
+from deltalog.table_properties import parse_byte_size
 
 MAX_FILES_PER_TRIGGER_DEFAULT = 1000
 
@@ -30,8 +31,6 @@ STREAM_OPTIONS = frozenset(
         "readchangedata",
     }
 )
-
-_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,10 +211,10 @@ def _bytes(value: str | None, table: str) -> int | None:
     """``maxBytesPerTrigger``: bytes, or a size such as ``10m`` / ``1g`` (Spark's byte strings)."""
     if value is None:
         return None
-    m = re.fullmatch(r"\s*(\d+)\s*([bkmgtp]?)b?\s*", value.lower())
-    if m is None or int(m.group(1)) <= 0:
+    size = parse_byte_size(value)
+    if size is None or size <= 0:
         raise _illegal("maxBytesPerTrigger", value, "must be a positive size in bytes", table)
-    return int(m.group(1)) * _BYTE_UNITS[m.group(2)]
+    return size
 
 
 def _starting_version(value: str | None, table: str) -> int | str | None:
