@@ -270,15 +270,8 @@ def _retype(
     if void:
         return replace(new, type=to)
     history = [*new.metadata.get(TYPE_CHANGES_KEY, [])]
-    history.append({"fromType": _type_name(old.type), "toType": _type_name(to)})
+    history.append({"fromType": simple_string(old.type), "toType": simple_string(to)})
     return replace(new, type=to, metadata={**new.metadata, TYPE_CHANGES_KEY: history})
-
-
-def _type_name(t: DataType) -> str:
-    if isinstance(t, DecimalType):
-        return f"decimal({t.precision},{t.scale})"
-    assert isinstance(t, PrimitiveType)
-    return t.name
 
 
 # -- dependents -----------------------------------------------------------------------------
