@@ -135,6 +135,9 @@ def is_true(column: Any) -> Any:
 # -- the shared skeleton -------------------------------------------------------------------------
 
 
+NEW = "__deltalog_new_"  # prefix of a changed row's new value in a persisted frame
+
+
 @dataclass(slots=True)
 class Touched:
     """The files holding rows a condition is true for, found by one Spark job."""
@@ -146,22 +149,30 @@ class Touched:
 
 
 def find_touched(
-    spark: Any, txn: Transaction, files: pa.Table, hit: Any, *, with_rows: bool
+    spark: Any,
+    txn: Transaction,
+    files: pa.Table,
+    hit: Any,
+    *,
+    with_rows: bool,
+    matches: Any = None,
 ) -> Touched:
     """Scan ``files`` and keep those with a row where ``hit`` holds; ``with_rows`` collects
-    the matching rows' indexes too (for deletion vectors)."""
+    the matching rows' indexes too (for deletion vectors). ``matches``: those rows already
+    selected from :func:`scan_dataframe` with row ids (a frame the caller persisted)."""
     from pyspark.sql import functions as F
 
     snapshot = _snapshot(txn)
-    df = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True).where(hit)
+    if matches is None:
+        matches = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True).where(hit)
     keys = file_keys(snapshot, files)
     if with_rows:
-        pairs = collect_by_file(df, [ROW])
+        pairs = collect_by_file(matches, [ROW])
         by_file = group_row_indexes(pairs.column(FILE), pairs.column(ROW))
         count = pairs.num_rows
         touched_keys = set(by_file)
     else:
-        counts = to_arrow(df.groupBy(FILE).agg(F.count(F.lit(1)).alias("n")))
+        counts = to_arrow(matches.groupBy(FILE).agg(F.count(F.lit(1)).alias("n")))
         by_file = None
         count = int(pc.sum(counts.column("n")).as_py() or 0)
         touched_keys = set(counts.column(FILE).to_pylist())
@@ -357,37 +368,102 @@ def update(spark: Any, log: DeltaLog, condition: Any, assignments: Mapping[str, 
     hit = F.lit(True) if condition is None else is_true(condition_column(condition))
     files = txn.filter_files(predicate)
     t0 = time.monotonic()
-    touched = find_touched(spark, txn, files, hit, with_rows=settings.deletion_vectors)
-    scan_ms = _elapsed_ms(t0)
     changes = FileChanges()
-    t0 = time.monotonic()
-    copied = 0
-    if touched.files.num_rows:
-        plan = dml_plan(txn, operation)
-        df = scan_dataframe(spark, snapshot, txn.log.store, touched.files)
-        new_values = updated_columns(df, snapshot, targets, hit)
-        if settings.deletion_vectors:
-            adds, _ = write_rows(df.where(hit).select(*new_values), plan)
-            mark_rows_deleted(txn, touched, changes)
-        else:
-            adds, _ = write_rows(df.select(*new_values), plan)
-            changes.removes = remove_files(touched.files)
-        changes.adds.extend(adds)
-        if settings.change_data_feed:
-            changes.cdc = write_change_rows(_update_images(df, snapshot, new_values, hit), plan)
-        written = changes.written_rows()
-        copied = written - touched.rows if not settings.deletion_vectors else 0
-        if settings.deletion_vectors and written != touched.rows:
-            raise errors.num_records_mismatch("UPDATE", written, touched.rows, log.table_root)
+    if settings.deletion_vectors:
+        touched, rewrite_ms = _update_with_vectors(
+            spark, txn, operation, files, hit, targets, changes
+        )
+        scan_ms = _elapsed_ms(t0) - rewrite_ms
+        copied = 0
+    else:
+        touched = find_touched(spark, txn, files, hit, with_rows=False)
+        scan_ms = _elapsed_ms(t0)
+        t0 = time.monotonic()
+        copied = _update_copy_on_write(spark, txn, operation, touched, hit, targets, changes)
+        rewrite_ms = _elapsed_ms(t0)
     metrics = changes.metrics()
     metrics.update(
         numUpdatedRows=touched.rows,
         numCopiedRows=copied,
         executionTimeMs=_elapsed_ms(began),
         scanTimeMs=scan_ms,
-        rewriteTimeMs=_elapsed_ms(t0),
+        rewriteTimeMs=rewrite_ms,
     )
     return txn.commit_if_needed(changes.actions(), operation.with_metrics(metrics))
+
+
+def _update_copy_on_write(
+    spark: Any,
+    txn: Transaction,
+    operation: operations.Operation,
+    touched: Touched,
+    hit: Any,
+    targets: Mapping[str, Any],
+    changes: FileChanges,
+) -> int:
+    """Rewrite the touched files with the updated rows' new values; returns the rows copied."""
+    if not touched.files.num_rows:
+        return 0
+    snapshot = _snapshot(txn)
+    plan = dml_plan(txn, operation)
+    df = scan_dataframe(spark, snapshot, txn.log.store, touched.files)
+    new_values = updated_columns(df, snapshot, targets, hit)
+    adds, _ = write_rows(df.select(*new_values), plan)
+    changes.adds.extend(adds)
+    changes.removes = remove_files(touched.files)
+    if DmlSettings.for_snapshot(snapshot).change_data_feed:
+        changes.cdc = write_change_rows(_update_images(df, snapshot, new_values, hit), plan)
+    return changes.written_rows() - touched.rows
+
+
+def _update_with_vectors(
+    spark: Any,
+    txn: Transaction,
+    operation: operations.Operation,
+    files: pa.Table,
+    hit: Any,
+    targets: Mapping[str, Any],
+    changes: FileChanges,
+) -> tuple[Touched, int]:
+    """Deletion vectors: the updated rows, old and new values, are selected by one scan and
+    persisted; their indexes become the vectors and their new values the added files, so the
+    table is read once. Returns the touched files and the milliseconds spent writing."""
+    from pyspark.sql import functions as F
+
+    snapshot = _snapshot(txn)
+    df = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True)
+    new_values = updated_columns(df, snapshot, targets, hit)
+    names = snapshot.schema.names
+    hits = (
+        df.where(hit)
+        .select(
+            df[FILE],
+            df[ROW],
+            *[df[f"`{n}`"] for n in names],
+            *[v.alias(f"{NEW}{i}") for i, v in enumerate(new_values)],
+        )
+        .persist()
+    )
+    try:
+        touched = find_touched(spark, txn, files, hit, with_rows=True, matches=hits)
+        t0 = time.monotonic()
+        if not touched.files.num_rows:
+            return touched, 0
+        plan = dml_plan(txn, operation)
+        new = [hits[f"`{NEW}{i}`"].alias(n) for i, n in enumerate(_value_names(snapshot, targets))]
+        adds, _ = write_rows(hits.select(*new), plan)
+        mark_rows_deleted(txn, touched, changes)
+        changes.adds.extend(adds)
+        if DmlSettings.for_snapshot(snapshot).change_data_feed:
+            images = _update_images(hits, snapshot, new, F.lit(True))
+            changes.cdc = write_change_rows(images, plan)
+        if changes.written_rows() != touched.rows:
+            raise errors.num_records_mismatch(
+                "UPDATE", changes.written_rows(), touched.rows, snapshot.table_root
+            )
+        return touched, _elapsed_ms(t0)
+    finally:
+        hits.unpersist()
 
 
 def resolve_assignments(
@@ -416,23 +492,30 @@ def resolve_assignments(
 def updated_columns(df: Any, snapshot: Snapshot, targets: Mapping[str, Any], hit: Any) -> list[Any]:
     """The table's columns where ``hit`` holds replaced by their assigned values (cast to the
     column's type); generated columns no assignment sets are left out, so the writer computes
-    them from the new values."""
+    them from the new values. Their names are :func:`_value_names`."""
     from pyspark.sql import functions as F
 
     from deltalog.spark.schema import to_spark_schema
 
-    spark_fields = to_spark_schema(snapshot.schema).fields
+    types = {f.name: f.dataType for f in to_spark_schema(snapshot.schema).fields}
     out = []
-    for f, sf in zip(snapshot.schema.fields, spark_fields, strict=True):
-        old = df[f"`{f.name}`"]
-        if f.name in targets:
-            value = condition_column(targets[f.name]).cast(sf.dataType)
-            out.append(F.when(hit, value).otherwise(old).alias(f.name))
-        elif GENERATION_KEY in f.metadata:
-            continue
+    for name in _value_names(snapshot, targets):
+        old = df[f"`{name}`"]
+        if name in targets:
+            value = condition_column(targets[name]).cast(types[name])
+            out.append(F.when(hit, value).otherwise(old).alias(name))
         else:
-            out.append(old.alias(f.name))
+            out.append(old.alias(name))
     return out
+
+
+def _value_names(snapshot: Snapshot, targets: Mapping[str, Any]) -> list[str]:
+    """The columns an UPDATE writes: all but generated ones it does not assign."""
+    return [
+        f.name
+        for f in snapshot.schema.fields
+        if f.name in targets or GENERATION_KEY not in f.metadata
+    ]
 
 
 def _update_images(df: Any, snapshot: Snapshot, new_values: list[Any], hit: Any) -> Any:

@@ -23,8 +23,9 @@ The source is persisted while the command runs, since it is read more than once.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -48,6 +49,7 @@ from deltalog.snapshot import Snapshot
 from deltalog.spark.dml import (
     GENERATION_KEY,
     IDENTITY_START,
+    NEW,
     Touched,
     _elapsed_ms,
     collect_by_file,
@@ -215,6 +217,8 @@ class MergeCommand:
     builder: DeltaMergeBuilder
     spark: Any
     counts: _Counts = field(default_factory=_Counts)
+    _acted: Any = None  # the persisted acted rows (see _find_touched)
+    _images: bool = False  # whether _acted holds their new and old values
 
     def run(self) -> tuple[int, int, int]:
         began = time.monotonic()
@@ -242,14 +246,7 @@ class MergeCommand:
         from pyspark.sql import functions as F
 
         t0 = time.monotonic()
-        # Each source row gets an id, kept in the persisted copy: the rows that matched are
-        # found once and the others inserted without joining the target a second time.
-        given = self.builder._source
-        source = given.withColumn(SOURCE_ID, F.monotonically_increasing_id())
-        # A source the caller persisted already has fixed partitions, so its ids are stable.
-        owned = not _is_persisted(given)
-        if owned:
-            source = source.persist()
+        source, release = _materialized(self.builder._source, self.spark)
         try:
             num_source = source.count()
             materialize_ms = _elapsed_ms(t0)
@@ -259,8 +256,7 @@ class MergeCommand:
             self.on = condition_column(self.builder._condition)
             changes, scan_ms, rewrite_ms = self._execute()
         finally:
-            if owned:
-                source.unpersist()
+            release()
         c = self.counts
         metrics = changes.metrics(merge=True)
         metrics.update(
@@ -323,11 +319,24 @@ class MergeCommand:
         self._check_identity()
         changes = FileChanges()
         t0 = time.monotonic()
+        try:
+            return self._scan_and_write(files, changes, t0)
+        finally:
+            if self._acted is not None:
+                self._acted.unpersist()
+
+    def _scan_and_write(
+        self, files: pa.Table, changes: FileChanges, t0: float
+    ) -> tuple[FileChanges, int, int]:
         touched, rows = self._find_touched(files)
         scan_ms = _elapsed_ms(t0)
         t0 = time.monotonic()
         rewrites = touched.files.num_rows > 0 and any(c.kind != NOT_MATCHED for c in self.clauses)
-        updated = self._updated_rows(touched) if rewrites else None
+        updated = None
+        if rewrites and self._images:
+            updated = self._acted_updates()
+        elif rewrites:
+            updated = self._updated_rows(touched)
         inserted = self._inserted_rows(rows) if self._ids("insert") else None
         frames = [f[0] for f in (updated, inserted) if f is not None]
         if not frames:
@@ -417,7 +426,12 @@ class MergeCommand:
 
     def _find_touched(self, files: pa.Table) -> tuple[Touched, pa.Table]:
         """One job: the (file, row, clause) of every target row some clause acts on, and of
-        every matched pair the multiple-match check counts."""
+        every matched pair the multiple-match check counts.
+
+        With deletion vectors, the acted rows' new values (and, for the change feed, their
+        old ones) are computed in the same job and persisted: only acted rows are written, so
+        the write reads them back instead of scanning and joining the target a second time.
+        """
         from pyspark.sql import functions as F
 
         by_source = any(c.kind == BY_SOURCE for c in self.clauses)
@@ -428,12 +442,17 @@ class MergeCommand:
         only_matched = all(c.kind == MATCHED for c in self.clauses)
         # Which matched pairs count for the multiple-match check (and touch their file).
         relevant = matched & action.isNotNull() if only_matched else matched
-        acted = joined.where(relevant | action.isNotNull()).select(
-            joined[FILE],
-            joined[ROW],
-            F.coalesce(action, F.lit(COPY)).alias(ACTION),
-            joined[SOURCE_ID],
+        acted = joined.where(relevant | action.isNotNull()).withColumn(
+            ACTION, F.coalesce(action, F.lit(COPY))
         )
+        columns = [acted[FILE], acted[ROW], acted[ACTION], acted[SOURCE_ID]]
+        self._images = self.settings.deletion_vectors and any(
+            c.kind != NOT_MATCHED for c in self.clauses
+        )
+        if self._images:
+            columns += self._acted_images(acted, target)
+        # Persisted: the inserts read the matched source rows' ids from it.
+        acted = self._acted = acted.select(*columns).persist()
         rows = collect_by_file(acted, [ROW, ACTION, SOURCE_ID])
         self._check_multiple_matches(rows)
         rows = _first_per_row(rows)
@@ -443,6 +462,27 @@ class MergeCommand:
         touched = Touched(files.filter(mask), [k for k in keys if k in hit], 0, None)
         self._count_target_actions(rows)
         return touched, rows
+
+    def _acted_images(self, acted: Any, target: Any) -> list[Any]:
+        """Deletion vectors: each acted row's new values (``NEW`` + column, as an updating
+        clause sets them) and, with the change feed, its old ones (under the column's name).
+        A column every updating clause assigns needs nothing from the target, so the scan
+        reads only what the conditions and the other assignments use."""
+        values = self._value_exprs(acted, target, {MATCHED, BY_SOURCE}, acted_only=True)
+        columns = [value.alias(NEW + name) for name, value in values]
+        if self.settings.change_data_feed:
+            columns += [target[f"`{n}`"].alias(n) for n in self.snapshot.schema.names]
+        return columns
+
+    def _acted_updates(self) -> tuple[Any, Any, list[Any], Any]:
+        """:meth:`_updated_rows` for deletion vectors, from the persisted acted rows."""
+        from pyspark.sql import functions as F
+
+        acted = self._acted
+        names = [c[len(NEW) :] for c in acted.columns if c.startswith(NEW)]
+        values = [acted[f"`{NEW}{n}`"].alias(n) for n in names]
+        updates = acted.where(F.col(ACTION).isin(self._ids("update"))).select(*values)
+        return updates, acted, values, acted if self.settings.change_data_feed else None
 
     def _check_multiple_matches(self, rows: pa.Table) -> None:
         # The reference's one exemption: the only MATCHED clause is an unconditional delete.
@@ -495,13 +535,11 @@ class MergeCommand:
         """The source rows without a match that an insert clause takes."""
         from pyspark.sql import functions as F
 
-        from deltalog.spark.scan import arrow_to_df
-
         source = self.source
-        matched = pc.unique(rows.column(SOURCE_ID).drop_null())
-        if len(matched):
-            ids = arrow_to_df(self.spark, pa.table({SOURCE_ID: matched}))
-            source = source.join(F.broadcast(ids), on=SOURCE_ID, how="left_anti")
+        if rows.column(SOURCE_ID).null_count < rows.num_rows:
+            acted = self._acted
+            matched = acted.where(acted[SOURCE_ID].isNotNull()).select(acted[SOURCE_ID])
+            source = source.join(F.broadcast(matched), on=SOURCE_ID, how="left_anti")
         df = source.withColumn(TARGET_PRESENT, F.lit(None).cast("boolean"))
         df = df.withColumn(ACTION, self._action(df, {NOT_MATCHED}))
         values = self._values(df, None, {NOT_MATCHED})
@@ -541,6 +579,14 @@ class MergeCommand:
     def _values(self, joined: Any, target: Any | None, kinds: set[str]) -> list[Any]:
         """The final value of each target column: the acting clause's assignment, else the
         target's value (NULL for an inserted row or a column new to the table)."""
+        return [value.alias(name) for name, value in self._value_exprs(joined, target, kinds)]
+
+    def _value_exprs(
+        self, joined: Any, target: Any | None, kinds: set[str], *, acted_only: bool = False
+    ) -> list[tuple[str, Any]]:
+        """(column, expression) pairs of :meth:`_values`; ``acted_only``: the rows are those
+        an updating clause acts on, so a column every such clause assigns never falls back to
+        the target's value (and the target's column need not be read for it)."""
         from pyspark.sql import functions as F
 
         from deltalog.spark.schema import to_spark_schema
@@ -560,15 +606,22 @@ class MergeCommand:
                 else F.lit(None)
             ).cast(sf.dataType)
             value = None
+            complete = True
             for i, clause in enumerate(self.clauses):
                 if clause.action == "delete" or clause.kind not in kinds:
                     continue
                 expr = self._assignment(clause, f.name, old)
                 if expr is None:
+                    complete = False
                     continue
                 expr = expr.cast(sf.dataType)
                 value = F.when(act == i, expr) if value is None else value.when(act == i, expr)
-            out.append((old if value is None else value.otherwise(old)).alias(f.name))
+            if value is None:
+                out.append((f.name, old))
+            elif acted_only and complete:
+                out.append((f.name, value))
+            else:
+                out.append((f.name, value.otherwise(old)))
         return out
 
     def _assigned_columns(self) -> set[str]:
@@ -680,6 +733,39 @@ def _lit(value: Any) -> Any:
     from pyspark.sql import functions as F
 
     return F.lit(value)
+
+
+def _materialized(given: Any, spark: Any) -> tuple[Any, Callable[[], None]]:
+    """The source with a stable id per row (:data:`SOURCE_ID`), materialized once (the
+    reference's ``MergeIntoMaterializeSource``), and the function that frees it.
+
+    The rows that matched are found once and the others inserted without joining the target
+    a second time, so the ids must not change between the two reads. On a classic session the
+    source is local-checkpointed: its lineage is cut, so every later plan built on it is
+    analysed quickly even when the source came from local data (a large ``LocalRelation``
+    costs each analysis in proportion to its rows). Over Connect (whose column references
+    name their plan) it is persisted instead, unless the caller persisted it already.
+    """
+    from pyspark.sql import functions as F
+
+    from deltalog.spark.session import is_connect
+
+    source = given.withColumn(SOURCE_ID, F.monotonically_increasing_id())
+    if not is_connect(spark):
+        checkpointed = source.localCheckpoint(eager=True)
+        return checkpointed, lambda: _free_checkpoint(checkpointed)
+    # A source the caller persisted already has fixed partitions, so its ids are stable.
+    if _is_persisted(given):
+        return source, lambda: None
+    source = source.persist()
+    return source, source.unpersist
+
+
+def _free_checkpoint(df: Any) -> None:
+    """Drop a local checkpoint's blocks now rather than when the JVM collects its RDD."""
+    # Not a LogicalRDD (a future Spark): the context cleaner frees it later.
+    with contextlib.suppress(Exception):
+        df._jdf.queryExecution().analyzed().rdd().unpersist(False)
 
 
 def _is_persisted(df: Any) -> bool:
