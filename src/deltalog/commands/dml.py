@@ -34,6 +34,7 @@ from deltalog.commands.write_into_delta import remove_action
 from deltalog.features import is_feature_supported
 from deltalog.predicate import Predicate, columns, has_opaque
 from deltalog.table_properties import TableProperties
+from deltalog.write.deletion_vectors import sorted_unique
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -170,7 +171,7 @@ def mark_deleted(
     from deltalog.deletion_vectors import read_deletion_vector
     from deltalog.write.deletion_vectors import stats_with_dv
 
-    new_rows = np.unique(np.asarray(new_rows, dtype=np.uint64))
+    new_rows = sorted_unique(np.asarray(new_rows, dtype=np.uint64))
     old_dv = row.get("deletionVector")
     old = (
         read_deletion_vector(store, table_root, DeletionVectorDescriptor.from_dict(old_dv))
@@ -180,7 +181,7 @@ def mark_deleted(
     again = np.intersect1d(old, new_rows, assume_unique=True)
     if len(again):
         raise errors.deletion_vector_size_mismatch(table_root, row["path"], len(old), len(again))
-    merged = np.union1d(old, new_rows)
+    merged = sorted_unique(np.concatenate((old, new_rows))) if len(old) else new_rows
     remove = remove_action(row, now)
     total = physical_records(row, store, table_root)
     if len(merged) >= total:
@@ -212,7 +213,8 @@ def group_row_indexes(keys: pa.Array, rows: pa.Array) -> dict[str, np.ndarray]:
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     ends = np.r_[starts[1:], len(k)]
     return {
-        str(k[s]): np.unique(r[s:e].astype(np.uint64)) for s, e in zip(starts, ends, strict=True)
+        str(k[s]): sorted_unique(r[s:e].astype(np.uint64))
+        for s, e in zip(starts, ends, strict=True)
     }
 
 

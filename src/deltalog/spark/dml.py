@@ -35,7 +35,6 @@ from deltalog.commands.dml import (
     CHANGE_TYPE,
     DmlSettings,
     FileChanges,
-    group_row_indexes,
     is_partition_only,
     live_records,
     mark_deleted,
@@ -49,6 +48,7 @@ from deltalog.spark.scan import FILE, ROW, file_keys, scan_dataframe
 from deltalog.spark.session import to_arrow
 from deltalog.spark.write import write_change_rows, write_rows
 from deltalog.txn import operations
+from deltalog.write.deletion_vectors import sorted_unique
 
 if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
@@ -167,9 +167,8 @@ def find_touched(
         matches = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True).where(hit)
     keys = file_keys(snapshot, files)
     if with_rows:
-        pairs = collect_by_file(matches, [ROW])
-        by_file = group_row_indexes(pairs.column(FILE), pairs.column(ROW))
-        count = pairs.num_rows
+        by_file = row_indexes_by_file(matches)
+        count = sum(len(r) for r in by_file.values())
         touched_keys = set(by_file)
     else:
         counts = to_arrow(matches.groupBy(FILE).agg(F.count(F.lit(1)).alias("n")))
@@ -203,6 +202,27 @@ def collect_by_file(df: Any, columns: list[str]) -> pa.Table:
     for name in columns:
         out[name] = items.field(name)
     return pa.table(out)
+
+
+def row_indexes_by_file(df: Any) -> dict[str, np.ndarray]:
+    """``df``'s :data:`ROW` values per :data:`FILE`, each sorted and unique (``uint64``).
+
+    Gathered per file in the executors, so each path crosses to the driver once and the
+    driver only sorts each file's indexes (no sort of the whole set by path).
+    """
+    from pyspark.sql import functions as F
+
+    grouped = to_arrow(df.groupBy(FILE).agg(F.collect_list(df[ROW]).alias("rows")))
+    lists = grouped.column("rows").combine_chunks()
+    values = pc.list_flatten(lists).to_numpy().astype(np.uint64)
+    offsets = lists.offsets.to_numpy()
+    offsets = offsets - offsets[0]  # list_flatten starts at the array's first list
+    keys = grouped.column(FILE).to_pylist()
+    return {
+        key: sorted_unique(values[offsets[i] : offsets[i + 1]])
+        for i, key in enumerate(keys)
+        if offsets[i + 1] > offsets[i]
+    }
 
 
 def mark_rows_deleted(txn: Transaction, touched: Touched, changes: FileChanges) -> None:
