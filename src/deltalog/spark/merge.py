@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -246,9 +247,8 @@ class MergeCommand:
         from pyspark.sql import functions as F
 
         t0 = time.monotonic()
-        source, release = _materialized(self.builder._source, self.spark)
+        source, num_source, release = _materialized(self.builder._source, self.spark)
         try:
-            num_source = source.count()
             materialize_ms = _elapsed_ms(t0)
             self.source = source.withColumn(SOURCE_PRESENT, _lit(True))
             # A small source goes to every task: the target is never shuffled.
@@ -735,9 +735,10 @@ def _lit(value: Any) -> Any:
     return F.lit(value)
 
 
-def _materialized(given: Any, spark: Any) -> tuple[Any, Callable[[], None]]:
+def _materialized(given: Any, spark: Any) -> tuple[Any, int, Callable[[], None]]:
     """The source with a stable id per row (:data:`SOURCE_ID`), materialized once (the
-    reference's ``MergeIntoMaterializeSource``), and the function that frees it.
+    reference's ``MergeIntoMaterializeSource``), its row count, and the function that frees
+    it.
 
     The rows that matched are found once and the others inserted without joining the target
     a second time, so the ids must not change between the two reads. On a classic session the
@@ -752,13 +753,18 @@ def _materialized(given: Any, spark: Any) -> tuple[Any, Callable[[], None]]:
 
     source = given.withColumn(SOURCE_ID, F.monotonically_increasing_id())
     if not is_connect(spark):
-        checkpointed = source.localCheckpoint(eager=True)
-        return checkpointed, lambda: _free_checkpoint(checkpointed)
+        from pyspark.sql import Observation
+
+        # The rows are counted by the checkpoint's own job.
+        rows = Observation(f"deltalog_merge_source_{uuid.uuid4().hex}")
+        observed = source.observe(rows, F.count(F.lit(1)).alias("n"))
+        checkpointed = observed.localCheckpoint(eager=True)
+        return checkpointed, int(rows.get["n"]), lambda: _free_checkpoint(checkpointed)
     # A source the caller persisted already has fixed partitions, so its ids are stable.
-    if _is_persisted(given):
-        return source, lambda: None
-    source = source.persist()
-    return source, source.unpersist
+    if not _is_persisted(given):
+        source = source.persist()
+        return source, source.count(), source.unpersist
+    return source, source.count(), lambda: None
 
 
 def _free_checkpoint(df: Any) -> None:
