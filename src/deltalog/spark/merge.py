@@ -335,6 +335,8 @@ class MergeCommand:
         updated = None
         if rewrites and self._images:
             updated = self._acted_updates()
+        elif rewrites and self.settings.deletion_vectors:
+            updated = self._source_updates()
         elif rewrites:
             updated = self._updated_rows(touched)
         inserted = self._inserted_rows(rows) if self._ids("insert") else None
@@ -449,8 +451,10 @@ class MergeCommand:
         self._images = self.settings.deletion_vectors and any(
             c.kind != NOT_MATCHED for c in self.clauses
         )
-        if self._images:
+        if self._images and not self._updates_from_source():
             columns += self._acted_images(acted, target)
+        else:
+            self._images = False
         # Persisted: the inserts read the matched source rows' ids from it.
         acted = self._acted = acted.select(*columns).persist()
         rows = collect_by_file(acted, [ROW, ACTION, SOURCE_ID])
@@ -483,6 +487,59 @@ class MergeCommand:
         values = [acted[f"`{NEW}{n}`"].alias(n) for n in names]
         updates = acted.where(F.col(ACTION).isin(self._ids("update"))).select(*values)
         return updates, acted, values, acted if self.settings.change_data_feed else None
+
+    def _updates_from_source(self) -> bool:
+        """Deletion vectors without the change feed: whether each MATCHED update sets every
+        column from source columns alone (``UPDATE *``, ``SET x = s.x``) and no BY SOURCE
+        clause updates. Then an updated row's values are the source row's, so the scan that
+        finds the acted rows keeps only their source ids: the source crosses to the tasks
+        with the columns the conditions need, not whole (see :meth:`_source_updates`)."""
+        from pyspark.errors import PySparkException
+
+        if self.settings.change_data_feed:
+            return False
+        for clause in self.clauses:
+            if clause.action != "update":
+                continue
+            if clause.kind == BY_SOURCE:
+                return False
+            exprs = [self._assignment(clause, f.name, None) for f in self._written_fields()]
+            if any(e is None for e in exprs):
+                return False  # a column keeps the target's value
+            try:  # resolves against the source alone: it names no target column
+                self.builder._source.select(*exprs).schema  # noqa: B018
+            except (PySparkException, errors.DeltaError):
+                return False
+        return True
+
+    def _written_fields(self) -> list[Any]:
+        """The target columns an update writes (generated ones nobody assigns are computed
+        by the writer)."""
+        assigned = self._assigned_columns()
+        return [
+            f
+            for f in self.target_schema.fields
+            if GENERATION_KEY not in f.metadata or f.name.lower() in assigned
+        ]
+
+    def _source_updates(self) -> tuple[Any, Any, list[Any], Any]:
+        """:meth:`_updated_rows` when :meth:`_updates_from_source`: the updating clause's
+        values over the source rows that matched, found by their ids in the persisted
+        acted rows."""
+        from pyspark.sql import functions as F
+
+        acted = self._acted
+        picked = acted.where(acted[ACTION].isin(self._ids("update"))).select(
+            acted[SOURCE_ID], acted[ACTION]
+        )
+        joined = self.source.join(F.broadcast(picked), on=SOURCE_ID)
+        values = [
+            value.alias(name)
+            for name, value in self._value_exprs(
+                joined, None, {MATCHED, BY_SOURCE}, acted_only=True
+            )
+        ]
+        return joined.select(*values), joined, values, None
 
     def _check_multiple_matches(self, rows: pa.Table) -> None:
         # The reference's one exemption: the only MATCHED clause is an unconditional delete.
