@@ -507,7 +507,7 @@ class MergeCommand:
             if any(e is None for e in exprs):
                 return False  # a column keeps the target's value
             try:  # resolves against the source alone: it names no target column
-                self.builder._source.select(*exprs).schema  # noqa: B018
+                self.source.select(*exprs).schema  # noqa: B018
             except (PySparkException, errors.DeltaError):
                 return False
         return True
