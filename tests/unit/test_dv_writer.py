@@ -40,6 +40,7 @@ from deltalog.write.deletion_vectors import (
     merge_deletion_vectors,
     random_prefix_length,
     serialize_roaring_bitmap_array,
+    sorted_unique,
     stats_with_dv,
 )
 from tests.conformance.oracle import TABLES
@@ -454,3 +455,16 @@ def _peers(
     root: str, version: int | None = None
 ) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
     return _sorted_rows(oracle_rows(root, version)), _sorted_rows(duckdb_rows(root, version))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sorted_unique_is_the_sorted_set_of_its_input(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(0, 3000))
+    values = rng.integers(0, [2, 50, 10**6, 2**63 - 1][seed % 4], size).astype(np.uint64)
+    if seed == 5:
+        values = np.sort(values)  # sorted with repeats: still deduplicated
+    expected = sorted(set(values.tolist()))
+    assert sorted_unique(values).tolist() == expected
+    increasing = np.array(expected, dtype=np.uint64)
+    assert sorted_unique(increasing) is increasing  # already strictly increasing: as it is
