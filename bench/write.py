@@ -143,13 +143,17 @@ def run_bulk(rows: int) -> None:
     df = frame(spark, rows)
     arrow = df.toArrow()
     print(f"bulk write of {rows:,} rows (median of 3), local[2]")
-    print(f"{'layout':>12}  {'deltalog':>9} {'parquet':>9} {'deltalake':>9}  "
-          f"{'vs parquet':>10} {'vs deltalake':>12}")
+    print(
+        f"{'layout':>12}  {'deltalog':>9} {'parquet':>9} {'deltalake':>9}  "
+        f"{'vs parquet':>10} {'vs deltalake':>12}"
+    )
     for partition in (False, True):
         t = bulk(spark, fmt, df, arrow, partition)
         label = "by p" if partition else "unpartitioned"
-        print(f"{label:>12}  {t['deltalog']:8.2f}s {t['parquet']:8.2f}s {t['deltalake']:8.2f}s  "
-              f"{t['deltalog'] / t['parquet']:10.2f} {t['deltalog'] / t['deltalake']:12.2f}")
+        print(
+            f"{label:>12}  {t['deltalog']:8.2f}s {t['parquet']:8.2f}s {t['deltalake']:8.2f}s  "
+            f"{t['deltalog'] / t['parquet']:10.2f} {t['deltalog'] / t['deltalake']:12.2f}"
+        )
     print("  goal: deltalog / parquet <= 1.10")
     df.unpersist()
     spark.stop()
@@ -189,8 +193,12 @@ def bare_adds(path: Path, start: int, count: int) -> list[Any]:
     for i in range(start, start + count):
         name = f"part-bare-{uuid.uuid4()}.parquet"
         pq.write_table(one_row(i), path / name)
-        stats = {"numRecords": 1, "minValues": {"id": i}, "maxValues": {"id": i},
-                 "nullCount": {"id": 0, "v": 0}}
+        stats = {
+            "numRecords": 1,
+            "minValues": {"id": i},
+            "maxValues": {"id": i},
+            "nullCount": {"id": 0, "v": 0},
+        }
         size = (path / name).stat().st_size
         adds.append(AddFile(name, {}, size, int(time.time() * 1000), True, json.dumps(stats)))
     return adds
@@ -245,9 +253,11 @@ def run_commits(prior: int, appends: int) -> None:
     print(f"  deltalog.write_table     {med(mine):7.1f} ms  (first {mine[0]:.1f} ms)")
     print(f"  deltalake.write_deltalake{med(rs):7.1f} ms  (first {rs[0]:.1f} ms)")
     print(f"  ratio deltalog / deltalake {med(mine) / med(rs):5.2f}   goal <= 1.0")
-    print(f"  bare transaction: start_transaction {med(starts):.1f} ms + commit "
-          f"{med(commits):.1f} ms = {med([a + b for a, b in zip(starts, commits, strict=True)]):.1f}"
-          " ms (data file written beforehand)")
+    print(
+        f"  bare transaction: start_transaction {med(starts):.1f} ms + commit "
+        f"{med(commits):.1f} ms = {med([a + b for a, b in zip(starts, commits, strict=True)]):.1f}"
+        " ms (data file written beforehand)"
+    )
 
 
 def main() -> None:

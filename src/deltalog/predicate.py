@@ -24,12 +24,14 @@ _NORMAL = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">
 _MIRROR = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _NEGATE = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
+
 @dataclass(frozen=True, slots=True)
 class Literal:
     """A constant. ``kind`` is one of int, decimal, float, string, bool, null, date, timestamp."""
 
     value: Any
     kind: str
+
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
@@ -39,30 +41,36 @@ class Comparison:
     op: str
     literal: Literal
 
+
 @dataclass(frozen=True, slots=True)
 class In:
     column: str
     values: tuple[Literal, ...]
     negated: bool = False
 
+
 @dataclass(frozen=True, slots=True)
 class IsNull:
     column: str
     negated: bool = False
+
 
 @dataclass(frozen=True, slots=True)
 class And:
     left: Predicate
     right: Predicate
 
+
 @dataclass(frozen=True, slots=True)
 class Or:
     left: Predicate
     right: Predicate
 
+
 @dataclass(frozen=True, slots=True)
 class Not:
     child: Predicate
+
 
 @dataclass(frozen=True, slots=True)
 class Opaque:
@@ -70,7 +78,9 @@ class Opaque:
 
     text: str = ""
 
+
 Predicate = Comparison | In | IsNull | And | Or | Not | Opaque
+
 
 def negate(p: Predicate) -> Predicate:
     """``NOT p`` with the negation pushed to the leaves (SQL: a NULL operand matches neither)."""
@@ -88,6 +98,7 @@ def negate(p: Predicate) -> Predicate:
         return push_down_not(p.child)
     return p
 
+
 def push_down_not(p: Predicate) -> Predicate:
     """``p`` without :class:`Not` nodes."""
     if isinstance(p, Not):
@@ -97,6 +108,7 @@ def push_down_not(p: Predicate) -> Predicate:
     if isinstance(p, Or):
         return Or(push_down_not(p.left), push_down_not(p.right))
     return p
+
 
 def has_opaque(p: Predicate) -> bool:
     """Whether any part of ``p`` is :class:`Opaque` (text this module cannot evaluate)."""
@@ -119,6 +131,7 @@ def columns(p: Predicate) -> set[str]:
         return columns(p.child)
     return set()
 
+
 # -- parsing ----------------------------------------------------------------------------------
 
 _TOKEN = re.compile(
@@ -136,8 +149,10 @@ _KEYWORDS = {
     *("and", "or", "not", "in", "is", "null", "between", "true", "false", "date", "timestamp")
 }
 
+
 class PredicateSyntaxError(ValueError):
     """The text is outside the subset data skipping understands."""
+
 
 def parse_predicate(text: str) -> Predicate:
     """Parse a SQL filter such as ``"day >= '2024-01-01' AND id IN (1, 2)"``.
@@ -152,6 +167,7 @@ def parse_predicate(text: str) -> Predicate:
         raise PredicateSyntaxError(f"unexpected {rest[1]!r}")
     return p
 
+
 def _tokens(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     pos = 0
@@ -164,6 +180,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         out.append((kind, m.group(kind)))
         pos = m.end()
     return out
+
 
 class _Parser:
     def __init__(self, tokens: list[tuple[str, str]]) -> None:
@@ -278,6 +295,7 @@ class _Parser:
             return text
         raise PredicateSyntaxError(f"unexpected {text!r}")
 
+
 def _compare(left: str | Literal, op: str, right: str | Literal) -> Predicate:
     if isinstance(left, str) and isinstance(right, Literal):
         return Comparison(left, op, right)
@@ -285,9 +303,11 @@ def _compare(left: str | Literal, op: str, right: str | Literal) -> Predicate:
         return Comparison(right, _MIRROR[op], left)
     return Opaque(op)
 
+
 def _unquote(text: str) -> str:
     body = text[1:-1].replace("''", "'")
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
+
 
 def _number(text: str) -> Literal:
     lowered = text.lower()
@@ -302,6 +322,7 @@ def _number(text: str) -> Literal:
     if "." in text:
         return Literal(decimal.Decimal(text), "decimal")
     return Literal(int(text), "int")
+
 
 def _typed_literal(kind: str, text: str) -> Literal:
     try:

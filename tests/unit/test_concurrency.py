@@ -38,9 +38,7 @@ def _ids(proc: int, i: int) -> list[int]:
 
 
 def _rows(ids: list[int], p: str = "a") -> pa.Table:
-    return pa.table(
-        {"id": pa.array(ids, pa.int64()), "p": pa.array([p] * len(ids), pa.string())}
-    )
+    return pa.table({"id": pa.array(ids, pa.int64()), "p": pa.array([p] * len(ids), pa.string())})
 
 
 # -- processes (top level, so 'spawn' can import them) --------------------------------------------

@@ -230,7 +230,8 @@ def _empty_commit_during_transaction(root: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "append", [_empty_commit_then_append, _empty_commit_during_transaction],
+    "append",
+    [_empty_commit_then_append, _empty_commit_during_transaction],
     ids=["before-start", "during-transaction"],
 )
 def test_empty_commit_file_is_refused(tmp_path: Path, append: Any) -> None:

@@ -319,8 +319,7 @@ class StatsCollector:
         group without statistics) loses that statistic: a missing one never skips a file."""
         self.num_records += metadata.num_rows
         paths = {
-            tuple(metadata.schema.column(i).path.split(".")): i
-            for i in range(metadata.num_columns)
+            tuple(metadata.schema.column(i).path.split(".")): i for i in range(metadata.num_columns)
         }
         for leaf in self._leaves:
             index = paths.get(leaf.column.path)
