@@ -1,6 +1,8 @@
 """``deltalog.exceptions`` mirrors ``delta.exceptions``: the same class names and hierarchy, so
 ``except ConcurrentAppendException`` reads the same with either package. Every class is also a
-:class:`deltalog.errors.DeltaError` with a stable ``error_class``."""
+:class:`deltalog.errors.DeltaError` with a stable ``error_class``. Raised from the Spark API, an
+error is also the PySpark class delta-spark raises there (``PySparkException`` for these), see
+:mod:`deltalog.spark.captured`."""
 
 from deltalog.errors import (
     ConcurrentAppendException,

@@ -132,6 +132,45 @@ def columns(p: Predicate) -> set[str]:
     return set()
 
 
+def simple_string(p: Predicate) -> str:
+    """``p`` as Spark prints the unresolved expression it parses from the same SQL (Catalyst's
+    ``simpleString``: ``('key = a)``), which delta-spark records for OPTIMIZE's partition
+    filters. Operators are this module's normal forms (``a <> 1`` prints as ``NOT ('a = 1)``)."""
+    if isinstance(p, Comparison):
+        text = f"({_attribute(p.column)} {_SYMBOL[p.op]} {_literal_string(p.literal)})"
+        return f"NOT {text}" if p.op == "!=" else text
+    if isinstance(p, In):
+        values = ",".join(_literal_string(v) for v in p.values)
+        text = f"{_attribute(p.column)} IN ({values})"
+        return f"NOT {text}" if p.negated else text
+    if isinstance(p, IsNull):
+        return f"{'isnotnull' if p.negated else 'isnull'}({_attribute(p.column)})"
+    if isinstance(p, And | Or):
+        word = "AND" if isinstance(p, And) else "OR"
+        return f"({simple_string(p.left)} {word} {simple_string(p.right)})"
+    if isinstance(p, Not):
+        return f"NOT {simple_string(p.child)}"
+    return p.text
+
+
+_SYMBOL = {"=": "=", "!=": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+def _attribute(column: str) -> str:
+    # Catalyst prints an unresolved name's parts bare, backquoted or not.
+    return "'" + column.replace("``", "\0").replace("`", "").replace("\0", "`")
+
+
+def _literal_string(literal: Literal) -> str:
+    if literal.kind == "null":
+        return "null"
+    if literal.kind == "bool":
+        return "true" if literal.value else "false"
+    if literal.kind == "timestamp":
+        return literal.value.strftime("%Y-%m-%d %H:%M:%S.%f").rstrip("0").rstrip(".")
+    return str(literal.value)
+
+
 # -- parsing ----------------------------------------------------------------------------------
 
 _TOKEN = re.compile(

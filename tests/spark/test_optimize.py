@@ -82,7 +82,7 @@ def test_compaction_with_where_and_the_metrics_dataframe(
     actions = _last_commit(path)
     info = actions[0]["commitInfo"]
     assert info["operation"] == "OPTIMIZE"
-    assert info["operationParameters"]["predicate"] == "[\"p != 'c'\"]"
+    assert info["operationParameters"]["predicate"] == '["NOT (\'p = c)"]'
     assert info["operationMetrics"]["numAddedFiles"] == "2"
     assert info["operationMetrics"]["minFileSize"] == str(added_sizes[0])
     files = [a.get("add") or a.get("remove") for a in actions[1:]]

@@ -25,6 +25,7 @@ from deltalog.commands.optimize import (
     remove_actions,
 )
 from deltalog.commands.optimize_arrow import write_bins, z_order_keys
+from deltalog.predicate import parse_predicate, simple_string
 from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.int64())])
@@ -114,6 +115,24 @@ def test_where_selects_partitions_and_names_partition_columns_only(tmp_path: Pat
         plan_optimize(snapshot, "p = 'a' AND id = 1")
 
 
+@pytest.mark.parametrize(
+    ("text", "printed"),
+    [
+        # The right-hand sides are what Spark 4.3's own parser prints for the same text
+        # (``sqlParser.parseExpression(text).simpleString``), which delta-spark records.
+        ("key = 'a'", "('key = a)"),
+        ("p <> 'c'", "NOT ('p = c)"),
+        ("a = 1 AND b >= 2.5", "(('a = 1) AND ('b >= 2.5))"),
+        ("d = DATE '2024-01-02' OR x IS NULL", "(('d = 2024-01-02) OR isnull('x))"),
+        ("k NOT IN (1, 2)", "NOT 'k IN (1,2)"),
+        ("`my col` = true", "('my col = true)"),
+        ("ts > TIMESTAMP '2024-01-02 03:04:05'", "('ts > 2024-01-02 03:04:05)"),
+    ],
+)
+def test_partition_filters_are_recorded_as_spark_prints_them(text: str, printed: str) -> None:
+    assert simple_string(parse_predicate(text)) == printed
+
+
 def test_z_order_columns_are_checked(tmp_path: Path) -> None:
     path, _ = _table(tmp_path, {"a": 1}, **{"delta.dataSkippingNumIndexedCols": "1"})
     snapshot = DeltaLog.for_table(path).update()
@@ -174,7 +193,7 @@ def test_optimize_keeps_rows_leaves_fewer_files_and_logs_like_the_reference(
     info = actions[0]["commitInfo"]
     assert info["operation"] == "OPTIMIZE" and info["readVersion"] == version
     assert info["operationParameters"] == {
-        "predicate": "[\"p != 'c'\"]",
+        "predicate": '["NOT (\'p = c)"]',
         "zOrderBy": "[]",
         "clusterBy": "[]",
         "auto": False,

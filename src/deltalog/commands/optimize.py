@@ -36,7 +36,14 @@ from deltalog.commands.create_table import CLUSTERING_DOMAIN
 from deltalog.commands.dml import partition_matches
 from deltalog.commands.write_into_delta import remove_action
 from deltalog.errors import optimize as optimize_errors
-from deltalog.predicate import And, Predicate, columns, has_opaque, parse_predicate
+from deltalog.predicate import (
+    And,
+    Predicate,
+    columns,
+    has_opaque,
+    parse_predicate,
+    simple_string,
+)
 from deltalog.table_properties import TableProperties
 from deltalog.txn import operations
 
@@ -134,7 +141,8 @@ class OptimizePlan:
     Attributes:
         snapshot: the snapshot the files were chosen from.
         bins: the bins to rewrite, partition by partition.
-        predicates: the ``where`` filters' SQL (``commitInfo.operationParameters.predicate``).
+        predicates: the ``where`` filters as Spark prints them (``predicate.simple_string``),
+            for ``commitInfo.operationParameters.predicate``.
         partition_predicate: the filters parsed and joined with AND (``None``: every partition).
         z_order_by: the Z-order columns, empty for compaction.
         settings: the confs it was planned with.
@@ -208,7 +216,7 @@ def plan_optimize(
     return OptimizePlan(
         snapshot,
         tuple(bins),
-        tuple(texts),
+        tuple(simple_string(parse_predicate(text)) for text in texts),
         predicate,
         z_cols,
         settings,

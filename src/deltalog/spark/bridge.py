@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deltalog import errors
+from deltalog.spark import captured
 
 _STATE = "_deltalog_write_state"
 _FORMATS: set[str] = set()
@@ -94,6 +95,7 @@ def load_with_python_source(reader: Any, path: str) -> Any:
 
 def _bridged_load(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
+    @captured.surfaces
     def load(
         self: Any,
         path: str | list[str] | None = None,
@@ -148,6 +150,7 @@ def _wrap_builder(cls: type) -> None:
             return
 
         @functools.wraps(original)
+        @captured.surfaces
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             update(_state(self), args, kwargs)
             return original(self, *args, **kwargs)
@@ -180,6 +183,7 @@ def _is_delta(state: dict[str, Any], format_arg: str | None) -> bool:
 
 def _bridged_save(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
+    @captured.surfaces
     def save(
         self: Any,
         path: str | None = None,
@@ -214,6 +218,7 @@ def _bridged_save(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _bridged_save_as_table(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
+    @captured.surfaces
     def save_as_table(
         self: Any,
         name: str,
@@ -257,6 +262,7 @@ def _names_delta_table(df: Any, name: str, state: dict[str, Any], format_arg: st
 
 def _bridged_insert_into(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
+    @captured.surfaces
     def insert_into(self: Any, tableName: str, overwrite: bool | None = None) -> None:
         df = _dataframe(self)
         if not _names_delta_table(df, tableName, {"format": None}, None):

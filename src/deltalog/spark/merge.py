@@ -47,6 +47,7 @@ from deltalog.commands.write_into_delta import dml_plan, evolved_metadata
 from deltalog.predicate import And, Comparison, In, IsNull, Predicate, parse_predicate
 from deltalog.schema import StructType, parse_schema
 from deltalog.snapshot import Snapshot
+from deltalog.spark import captured
 from deltalog.spark.dml import (
     GENERATION_KEY,
     IDENTITY_START,
@@ -102,6 +103,7 @@ class MergeClause:
 
 
 @dataclass(frozen=True)
+@captured.surfaces_all
 class DeltaMergeBuilder:
     """delta-spark's ``DeltaMergeBuilder``: add clauses, then :meth:`execute`. Each method
     returns a new builder."""

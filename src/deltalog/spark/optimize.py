@@ -39,6 +39,7 @@ from deltalog.commands.optimize import (
     remove_actions,
 )
 from deltalog.commands.write_into_delta import WritePlan, dml_plan
+from deltalog.spark import captured
 from deltalog.spark.scan import FILE, ROW, arrow_to_df, file_keys, scan_dataframe
 from deltalog.spark.session import conf_get, to_arrow
 from deltalog.spark.write import write_rows
@@ -56,6 +57,7 @@ MAX_BITS_PER_COLUMN = 8
 SAMPLE_ROWS = 100_000
 
 
+@captured.surfaces_all
 class DeltaOptimizeBuilder:
     """delta-spark's ``DeltaOptimizeBuilder``: ``where`` partition filters, then
     :meth:`executeCompaction` or :meth:`executeZOrderBy`."""

@@ -24,7 +24,7 @@ from typing import Any
 from sqlglot import exp
 
 from deltalog import errors
-from deltalog.spark import names
+from deltalog.spark import captured, names
 from deltalog.spark.bridge import _reader_classes
 from deltalog.spark.sql_statements import DIALECT, Parsed, SqlSyntaxError, TableRef, parse
 
@@ -80,6 +80,7 @@ def spark_sql(spark: Any, text: str, args: Any = None, **kwargs: Any) -> Any:
 
 def _bridged_sql(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
+    @captured.surfaces
     def sql(self: Any, sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
         try:
             statement = parse(sqlQuery) if isinstance(sqlQuery, str) else None
@@ -97,6 +98,7 @@ def _bridged_sql(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _bridged_table(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
+    @captured.surfaces
     def table(self: Any, tableName: str) -> Any:
         try:
             target = names.resolve_identifier(self, tableName)
@@ -113,6 +115,7 @@ def _bridged_table(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _bridged_reader_table(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
+    @captured.surfaces
     def table(self: Any, tableName: str) -> Any:
         """``spark.read.table(name)``, with delta-spark's ``versionAsOf`` / ``timestampAsOf``
         options for a Delta table."""

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deltalog import errors
+from deltalog.spark import captured
 from deltalog.spark.bridge import _is_delta, _state, _wrap_builder
 
 
@@ -61,6 +62,7 @@ def _record_output_mode(cls: type) -> None:
     original = getattr(cls, "outputMode")  # noqa: B009
 
     @functools.wraps(original)
+    @captured.surfaces
     def output_mode(self: Any, outputMode: str) -> Any:
         _state(self)["output_mode"] = outputMode
         return original(self, outputMode)
@@ -72,6 +74,7 @@ def _bridged_load(original: Callable[..., Any]) -> Callable[..., Any]:
     from deltalog.spark.reads import STREAMING_MARKER
 
     @functools.wraps(original)
+    @captured.surfaces
     def load(
         self: Any, path: str | None = None, format: str | None = None, schema: Any = None, **kw: Any
     ) -> Any:
@@ -84,6 +87,7 @@ def _bridged_load(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _bridged_start(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
+    @captured.surfaces
     def start(
         self: Any,
         path: str | None = None,
@@ -125,6 +129,7 @@ def _reader_session(reader: Any) -> Any:
 
 def _bridged_read_table(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
+    @captured.surfaces
     def table(self: Any, tableName: str) -> Any:
         from deltalog.spark.table_writes import is_delta_name
 
@@ -148,6 +153,7 @@ def _bridged_read_table(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _bridged_to_table(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
+    @captured.surfaces
     def to_table(
         self: Any,
         tableName: str,

@@ -13,7 +13,7 @@ from typing import Any
 
 from deltalog import errors
 from deltalog.catalog import already_exists, not_found
-from deltalog.spark import names
+from deltalog.spark import captured, names
 
 
 def is_delta_name(spark: Any, name: str) -> bool:
@@ -95,6 +95,7 @@ def table_columns(spark: Any, path: str) -> list[str]:
     return [f.name for f in DeltaLog.for_table(path).update().schema.fields]
 
 
+@captured.surfaces_all
 class DeltaWriterV2:
     """The Delta side of ``df.writeTo(name)``: what the builder calls recorded, and the
     terminal operations (delta-spark's ``DataFrameWriterV2`` semantics)."""

@@ -15,7 +15,7 @@ from deltalog.delta_log import DeltaLog
 from deltalog.paths import location_uri
 from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
-from deltalog.spark import api_args
+from deltalog.spark import api_args, captured
 from deltalog.spark.scan import read_snapshot
 from deltalog.spark.session import checkpoint_options, session_time_zone
 from deltalog.spark.storage import register_session
@@ -75,6 +75,7 @@ DETAIL_SCHEMA = T.StructType(
 )
 
 
+@captured.surfaces_all
 class DeltaTable:
     """A Delta table for reading, as in delta-spark (``delta.tables.DeltaTable``)."""
 
@@ -539,6 +540,7 @@ _SQL_TYPES = {
 }
 
 
+@captured.surfaces_all
 class DeltaTableBuilder:
     """delta-spark's ``DeltaTableBuilder``: columns, partitioning or clustering, properties,
     a comment and a location, then :meth:`execute`. Get one from ``DeltaTable.create(spark)``
@@ -682,12 +684,20 @@ class DeltaTableBuilder:
         (external) or the warehouse (managed); ``None`` without a name."""
         if self._name is None:
             return None
-        from deltalog.spark.names import Target, new_target, parse_identifier, resolve
+        from deltalog.catalog import already_exists, not_found
+        from deltalog.spark.names import Target, new_target, parse_identifier, resolve, split_name
 
         ref = parse_identifier(self._name)
-        existing = resolve(self._spark, ref) if self._location is None else None
+        existing = resolve(self._spark, ref) if ref.path is None else None
         if existing is not None and existing.entry is not None:
-            return Target(existing.path, existing.entry)
+            # By name, Spark's catalog answers before Delta does (as under delta-spark).
+            if self._kind == "create":
+                raise already_exists(existing.entry.database, existing.entry.name)
+            if self._location is None:
+                return Target(existing.path, existing.entry)
+        elif self._kind == "replace" and ref.path is None:
+            database, table = split_name(self._spark, ref.name)
+            raise not_found(f"`{database}`.`{table}`")
         return new_target(self._spark, ref, self._location)[0]
 
     def _type_json(self, data_type: str | T.DataType) -> Any:

@@ -14,6 +14,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from deltalog.spark import captured
+
 _STATE = "_deltalog_v2_state"
 
 
@@ -63,6 +65,7 @@ def _wrap(cls: type) -> None:
         original = getattr(cls, name)
 
         @functools.wraps(original)
+        @captured.surfaces
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             update(_state(self), args, kwargs)
             return original(self, *args, **kwargs)
@@ -94,6 +97,7 @@ def _terminal(
     original: Callable[..., Any], run: Callable[[Any, tuple], None]
 ) -> Callable[..., Any]:
     @functools.wraps(original)
+    @captured.surfaces
     def terminal(self: Any, *args: Any) -> Any:
         writer = _delta_writer(self)
         if writer is None:
