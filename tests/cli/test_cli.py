@@ -70,7 +70,7 @@ def test_describe_and_history_json(capsys: Any) -> None:
     ("table", "error_class"),
     [
         ("delta-golden/versions-not-contiguous", "DELTA_VERSIONS_NOT_CONTIGUOUS"),
-        ("delta-golden/no-delta-log-folder", "DELTA_TABLE_NOT_FOUND"),
+        ("delta-golden/no-delta-log-folder", "DELTA_MISSING_DELTA_TABLE"),
         ("delta-golden/deltalog-invalid-protocol-version", "DELTA_INVALID_PROTOCOL_VERSION"),
     ],
 )

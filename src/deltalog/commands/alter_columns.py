@@ -318,7 +318,7 @@ def _start(path: str, store: LogStore | None) -> tuple[Transaction, Snapshot]:
     txn = log.start_transaction()
     if txn.snapshot is None:
         raise TableNotFoundError(
-            "DELTA_TABLE_NOT_FOUND", f"{path} is not a Delta table.", table=log.table_root
+            "DELTA_MISSING_DELTA_TABLE", f"{path} is not a Delta table.", table=log.table_root
         )
     return txn, txn.snapshot
 

@@ -23,7 +23,7 @@ from deltalog.errors import (
 def table_not_found(table: str, reason: str = "") -> TableNotFoundError:
     detail = f" ({reason})" if reason else ""
     return TableNotFoundError(
-        "DELTA_TABLE_NOT_FOUND",
+        "DELTA_MISSING_DELTA_TABLE",
         f"is not a Delta table{detail}.",
         table=table,
         help="check the path; a Delta table has a non-empty _delta_log directory.",
