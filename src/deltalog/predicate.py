@@ -328,11 +328,56 @@ class _Parser:
             if lowered in ("date", "timestamp") and following and following[0] == "string":
                 return _typed_literal(lowered, _unquote(self._next()[1]))
             if self.peek() == ("op", "("):
+                if lowered == "cast":
+                    return self._cast()
                 raise PredicateSyntaxError(f"function {text}() is not used for skipping")
             if lowered in _KEYWORDS:
                 raise PredicateSyntaxError(f"unexpected keyword {text}")
             return text
         raise PredicateSyntaxError(f"unexpected {text!r}")
+
+    def _cast(self) -> Literal:
+        """``CAST(literal AS type)``, as Spark's analysis writes a literal it coerced (the
+        SQL of an analysed ``Column`` condition): the literal, of the target type."""
+        self._expect("(")
+        inner = self._operand()
+        self._expect("as")
+        _, type_name = self._next()
+        if self.peek() == ("op", "("):  # DECIMAL(p, s), VARCHAR(n): the value does not change
+            while self._next() != ("op", ")"):
+                pass
+        self._expect(")")
+        if not isinstance(inner, Literal):
+            raise PredicateSyntaxError("CAST of a column is not used for skipping")
+        return _cast_literal(inner, type_name.lower())
+
+
+_CAST_KINDS = {
+    **dict.fromkeys(("tinyint", "byte", "smallint", "short", "int", "integer"), "int"),
+    **dict.fromkeys(("bigint", "long"), "int"),
+    **dict.fromkeys(("float", "real", "double"), "float"),
+    **dict.fromkeys(("decimal", "dec", "numeric"), "decimal"),
+    **dict.fromkeys(("string", "varchar", "char"), "string"),
+    "boolean": "bool",
+    "date": "date",
+    **dict.fromkeys(("timestamp", "timestamp_ntz", "timestamp_ltz"), "timestamp"),
+}
+
+
+def _cast_literal(literal: Literal, type_name: str) -> Literal:
+    """``literal`` cast to ``type_name`` where the value is certain (widening a number, a
+    date or timestamp from its text); anything else is not used for skipping."""
+    kind = _CAST_KINDS.get(type_name)
+    value = literal.value
+    if kind is None or value is None:
+        raise PredicateSyntaxError(f"CAST to {type_name} is not used for skipping")
+    if kind == literal.kind:
+        return literal
+    if kind in ("date", "timestamp") and literal.kind == "string":
+        return _typed_literal(kind, value)
+    if literal.kind == "int" and kind in ("float", "decimal"):
+        return Literal(float(value) if kind == "float" else decimal.Decimal(value), kind)
+    raise PredicateSyntaxError(f"CAST of a {literal.kind} to {type_name} is not used for skipping")
 
 
 def _compare(left: str | Literal, op: str, right: str | Literal) -> Predicate:

@@ -28,10 +28,15 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(root)
 
 
+def _spark_filter(df: Any, condition: Any) -> Any:
+    """Spark's own filter, without deltalog's pushdown: every file of the read is opened."""
+    return type(df).filter.__wrapped__(df, condition)
+
+
 def _same_rows(spark: Any, root: str, where: str, opened: int) -> None:
     pruned = read_table(spark, root, where=where)
     assert len(pruned.inputFiles()) == opened, where
-    full = DeltaTable.forPath(spark, root).toDF().where(where)
+    full = _spark_filter(DeltaTable.forPath(spark, root).toDF(), where)
     assert canonical(to_arrow(pruned)) == canonical(to_arrow(full))
 
 
@@ -76,3 +81,81 @@ def test_the_pruned_files_are_absent_from_the_plan(spark: Any, table: str) -> No
     opened = {Path(p).name for p in read_table(spark, table, where="id < 10").inputFiles()}
     every = {Path(p).name for p in DeltaTable.forPath(spark, table).toDF().inputFiles()}
     assert len(every) == 8 and len(opened) == 1 and opened < every
+
+
+def _entry_points(spark: Any, root: str) -> dict[str, Any]:
+    return {
+        "toDF": lambda: DeltaTable.forPath(spark, root).toDF(),
+        "format(delta)": lambda: spark.read.format("delta").load(root),
+        "versionAsOf": lambda: spark.read.format("delta").option("versionAsOf", 7).load(root),
+    }
+
+
+def _conditions() -> list[tuple[str, Any, int]]:
+    from pyspark.sql import functions as F
+
+    return [
+        ("text", lambda df: df.where("id BETWEEN 31 AND 44"), 2),
+        ("Column", lambda df: df.filter(F.col("id") < 10), 1),
+        ("the read's own Column", lambda df: df.where(df["id"] >= 70), 1),
+        ("chained", lambda df: df.where("part = 'p1'").where(F.col("id") < 40), 1),
+        ("date literal cast", lambda df: df.where(F.col("ts") < "2024-01-01 01:30:00"), 2),
+        ("not for skipping", lambda df: df.where(F.col("id") % 7 == 0), 8),
+    ]
+
+
+def test_filters_on_any_entry_point_skip_files(spark: Any, table: str) -> None:
+    import deltalog
+
+    deltalog.register(spark)
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    try:
+        for entry, read in _entry_points(spark, table).items():
+            for kind, apply, opened in _conditions():
+                pruned = apply(read())
+                assert len(pruned.inputFiles()) == opened, (entry, kind)
+                spark_only = apply(_UnpushedRead(read()))
+                assert len(spark_only.inputFiles()) == 8
+                assert canonical(to_arrow(pruned)) == canonical(to_arrow(spark_only._df)), kind
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
+
+
+class _UnpushedRead:
+    """A read whose ``where``/``filter`` are Spark's own (the oracle for pushed filters)."""
+
+    def __init__(self, df: Any) -> None:
+        self._df = df
+
+    def __getitem__(self, name: str) -> Any:
+        return self._df[name]
+
+    def where(self, condition: Any) -> Any:
+        return _UnpushedRead(_spark_filter(self._df, condition))
+
+    filter = where
+
+    def inputFiles(self) -> list[str]:
+        return list(self._df.inputFiles())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._df, name)
+
+
+@pytest.mark.connect
+def test_text_filters_skip_files_over_connect(connect_spark: Any, table: str) -> None:
+    from pyspark.sql import functions as F
+
+    import deltalog
+
+    deltalog.register(connect_spark)
+    df = connect_spark.read.format("delta").load(table)
+    pruned = df.where("id BETWEEN 31 AND 44")
+    assert len(pruned.inputFiles()) == 2
+    expected = _spark_filter(df, "id BETWEEN 31 AND 44")
+    assert canonical(to_arrow(pruned)) == canonical(to_arrow(expected))
+    by_column = df.where(F.col("id") < 10)  # a Connect Column is Spark's alone: all rows right
+    assert canonical(to_arrow(by_column)) == canonical(
+        to_arrow(_spark_filter(df, F.col("id") < 10))
+    )

@@ -64,8 +64,7 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
 
     ``where`` is a SQL filter: files it rules out by partition values or statistics are not
     read at all (:mod:`deltalog.data_skipping`), and the filter is applied to the rows read.
-    Filters applied to the result on partition columns prune files in Spark's scan when the
-    files lie in hive-style partition directories (:mod:`deltalog.spark.scan_plan`).
+    Filters applied to the result skip files the same way (:mod:`deltalog.spark.pushdown`).
 
     Raises:
         InvalidTableError: a data file named in the log is missing.
@@ -74,12 +73,16 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
     if not jvm_reads(spark, snapshot.table_root):  # an object store without its Hadoop jars
         df = read_through_seam(spark, snapshot.table_root, snapshot.version)
         return df.where(where) if where else df
+    from deltalog.spark.pushdown import DeltaRead, tag
+
     _check_spark_supports(spark, snapshot)
     if not where:
         inputs = snapshot_inputs(snapshot, store)
-        return scan_dataframe(spark, snapshot, store, None, inputs=inputs)
+        df = scan_dataframe(spark, snapshot, store, None, inputs=inputs)
+        return tag(df, DeltaRead(snapshot, store))
     files = scan_files(spark, snapshot, where)
-    return scan_dataframe(spark, snapshot, store, files).where(where)
+    df = scan_dataframe(spark, snapshot, store, files).where(where)
+    return tag(df, DeltaRead(snapshot, store, (where,), (where,)))
 
 
 def file_keys(snapshot: Snapshot, files: pa.Table) -> list[str]:

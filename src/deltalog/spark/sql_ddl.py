@@ -74,7 +74,9 @@ def _commit_metadata(target: names.Target, change: Any, operation: Operation) ->
     txn = log.start_transaction()
     if txn.snapshot is None:
         raise errors.TableNotFoundError(
-            "DELTA_MISSING_DELTA_TABLE", f"{target.display} is not a Delta table.", table=target.path
+            "DELTA_MISSING_DELTA_TABLE",
+            f"{target.display} is not a Delta table.",
+            table=target.path,
         )
     txn.update_metadata(change(txn.snapshot))
     return txn.commit([], operation)
