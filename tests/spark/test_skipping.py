@@ -104,6 +104,21 @@ def _conditions() -> list[tuple[str, Any, int]]:
     ]
 
 
+def test_columns_of_the_read_resolve_after_a_pushed_filter(spark: Any, table: str) -> None:
+    """The pushed read keeps the read's attributes: code that takes columns from the read it
+    filtered (``df.where(...).select(df["id"])``, joins on ``df.id``) runs as on Spark."""
+    from pyspark.sql import functions as F
+
+    df = read_table(spark, table)
+    filtered = df.where("id < 25").where(F.col("id") >= 20)
+    assert len(filtered.inputFiles()) == 1
+    picked = filtered.select(df["id"], (df["score"] * 4).alias("x"))
+    assert sorted((r.id, r.x) for r in picked.collect()) == [(i, float(i)) for i in range(20, 25)]
+    keys = spark.range(22, 30).withColumnRenamed("id", "k")
+    joined = filtered.join(keys, df["id"] == keys["k"]).select(df["id"])
+    assert sorted(r.id for r in joined.collect()) == [22, 23, 24]
+
+
 def test_filters_on_any_entry_point_skip_files(spark: Any, table: str) -> None:
     import deltalog
 
@@ -155,7 +170,36 @@ def test_text_filters_skip_files_over_connect(connect_spark: Any, table: str) ->
     assert len(pruned.inputFiles()) == 2
     expected = _spark_filter(df, "id BETWEEN 31 AND 44")
     assert canonical(to_arrow(pruned)) == canonical(to_arrow(expected))
+    # Columns of the user's read resolve on what the pushed filter returns (plan ids kept).
+    chained = df.where("id >= 20").where("id < 25").select(df["id"], df["part"])
+    assert sorted(r.id for r in chained.collect()) == [20, 21, 22, 23, 24]
+    assert len(df.where("id >= 20").where("id < 25").inputFiles()) == 1
     by_column = df.where(F.col("id") < 10)  # a Connect Column is Spark's alone: all rows right
     assert canonical(to_arrow(by_column)) == canonical(
         to_arrow(_spark_filter(df, F.col("id") < 10))
     )
+
+
+@pytest.mark.parametrize(
+    ("query", "opened"),
+    [
+        ("SELECT * FROM {t} WHERE id BETWEEN 31 AND 44", 2),
+        ("SELECT * FROM {t} AS x WHERE x.id < 10 AND id % 2 = 0", 1),
+        ("SELECT * FROM (SELECT * FROM {t} WHERE part = 'p1') s WHERE s.id < 40", 3),
+        ("SELECT a.* FROM {t} a JOIN {t} b ON a.id = b.id WHERE a.id < 10", 8),  # not pushed
+    ],
+)
+def test_sql_where_skips_files(spark: Any, table: str, query: str, opened: int) -> None:
+    import deltalog
+
+    deltalog.register(spark)
+    text = query.format(t=f"delta.`{table}`")
+    pruned = spark.sql(text)
+    assert len(pruned.inputFiles()) == opened
+    every = DeltaTable.forPath(spark, table).toDF()
+    every.createOrReplaceTempView("every_file")  # a view: Spark's own WHERE, nothing pushed
+    try:
+        expected = spark.sql(query.format(t="every_file"))
+        assert canonical(to_arrow(pruned)) == canonical(to_arrow(expected))
+    finally:
+        spark.catalog.dropTempView("every_file")

@@ -11,12 +11,15 @@ its alias) on classic and Connect sessions: on a DataFrame that is a Delta read 
 because skipping only drops files that cannot match, and the filter itself still runs on every
 row read.
 
+The new read is the old one with fewer files, not merely a read of the same rows: on classic
+sessions the old analysed plan gets the new file list spliced in with its own attributes, and
+on Connect each plan node keeps its plan id, so columns taken from the user's read
+(``df.where(...).select(df["id"])``) resolve exactly as without skipping.
+
 Which conditions: SQL text on any session, and on classic sessions a ``Column`` too (the SQL
-of the condition as Spark analysed it is what skipping reads; the ``Column`` itself is what
-filters). A ``Column`` that does not resolve against the new read (it names the old one's
-attributes) falls back to the old read, unpruned. Filters chain: ``load().where(a).where(b)``
-skips by ``a AND b``. Any other DataFrame (a projection, a join, ...) is not a Delta read, and
-filters on it are Spark's alone.
+of the condition as Spark analysed it is what skipping reads). Filters chain:
+``load().where(a).where(b)`` skips by ``a AND b``. Any other DataFrame (a projection, a join,
+...) is not a Delta read, and filters on it are Spark's alone.
 """
 
 from __future__ import annotations
@@ -43,14 +46,25 @@ class DeltaRead:
     Attributes:
         snapshot: the snapshot it reads.
         store: the table's log store.
-        conditions: the filters already applied, in order (SQL text or ``Column``).
-        texts: their SQL text, which skipping reads.
+        texts: the SQL of the filters already applied, which skipping reads.
+        levels: on Connect, the plan id of the read and of each filter on it, with the filter
+            (how the read is made again: see :func:`_connect_read`).
     """
 
     snapshot: Snapshot
     store: LogStore
-    conditions: tuple[Any, ...] = ()
     texts: tuple[str, ...] = ()
+    levels: tuple[tuple[Any, int], ...] = ()
+
+
+def tag_filtered(base: Any, where: str, read: DeltaRead) -> Any:
+    """``base`` (the read of ``read``'s snapshot over the files ``where`` may match) filtered
+    by ``where``, tagged as a read already filtered by it."""
+    filtered = base.where(where)
+    levels: tuple[tuple[Any, int], ...] = ()
+    if not hasattr(filtered, "_jdf"):  # Connect
+        levels = ((None, _plan_id(base)), (where, _plan_id(filtered)))
+    return tag(filtered, DeltaRead(read.snapshot, read.store, (where,), levels))
 
 
 def tag(df: Any, read: DeltaRead) -> Any:
@@ -109,7 +123,6 @@ def _pushing_filter(original: Callable[..., Any]) -> Callable[..., Any]:
         read = self.__dict__.get(_TAG)
         if read is None:
             return original(self, condition)
-        plain = None
         if isinstance(condition, str):
             text = condition
         else:
@@ -118,25 +131,24 @@ def _pushing_filter(original: Callable[..., Any]) -> Callable[..., Any]:
             if analyzed is None:
                 return plain
             text = analyzed
-        # A Column whose analysed SQL is a plain comparison filters the new read by that SQL:
-        # it may name the old read's attributes, which the new one does not have.
-        reapplied = text if plain is not None and _is_plain(text) else condition
-        pushed = DeltaRead(
-            read.snapshot, read.store, (*read.conditions, reapplied), (*read.texts, text)
-        )
+        texts = (*read.texts, text)
         try:
-            rebuilt = _pruned_read(self.sparkSession, pushed, original)
-        except Exception as e:  # a condition that does not resolve on the new read
+            base = _pruned_read(self, read, texts, original)
+        except Exception as e:  # skipping is an optimisation: never fail on it
             log.debug("filter not pushed into the Delta read: %s", e)
-            rebuilt = None
-        if rebuilt is None:
-            rebuilt = plain if plain is not None else original(self, condition)
-        return tag(rebuilt, pushed)
+            base = None
+        filtered = original(self if base is None else base, condition)
+        levels = read.levels
+        if not levels and not hasattr(filtered, "_jdf"):  # Connect: ids to keep
+            levels = ((None, _plan_id(self)),)
+        if levels:
+            levels = (*levels, (condition, _plan_id(filtered)))
+        return tag(filtered, DeltaRead(read.snapshot, read.store, texts, levels))
 
     return filter
 
 
-def _is_plain(text: str) -> bool:
+def is_plain(text: str) -> bool:
     """Whether ``text`` is wholly comparisons of columns with literals (no functions)."""
     from deltalog.predicate import PredicateSyntaxError, has_opaque, parse_predicate
 
@@ -162,16 +174,85 @@ def _analyzed_condition(filtered: Any) -> str | None:
         return None
 
 
-def _pruned_read(spark: Any, read: DeltaRead, apply: Callable[[Any, Any], Any]) -> Any | None:
-    """The read of the files that may match every condition of ``read``, with the conditions
-    applied; ``None`` when no file is skipped (the plain filter is as good)."""
+def _pruned_read(
+    df: Any, read: DeltaRead, texts: tuple[str, ...], apply: Callable[[Any, Any], Any]
+) -> Any | None:
+    """``df`` (a Delta read, maybe filtered) over only the files that may hold rows matching
+    ``texts``, with the same columns, attributes and filters; ``None`` when no file is
+    skipped (``df`` is as good)."""
     from deltalog.spark.scan import scan_dataframe, scan_files
 
-    where = " AND ".join(f"({t})" for t in read.texts)
-    files = scan_files(spark, read.snapshot, where)
+    spark = df.sparkSession
+    files = scan_files(spark, read.snapshot, " AND ".join(f"({t})" for t in texts))
     if files.num_rows == read.snapshot.num_of_files:
         return None
-    df = scan_dataframe(spark, read.snapshot, read.store, files)
-    for condition in read.conditions:
-        df = apply(df, condition)
+    if files.num_rows == 0:  # keep one file, so the plan keeps its shape; its rows are filtered
+        files = read.snapshot.all_files_arrow().slice(0, 1)
+    fewer = scan_dataframe(spark, read.snapshot, read.store, files)
+    if hasattr(df, "_jdf"):
+        return _spliced(df, fewer)
+    return _connect_read(fewer, read, apply)
+
+
+def _spliced(df: Any, fewer: Any) -> Any | None:
+    """Classic: ``df``'s own analysed plan with its parquet relation swapped for ``fewer``'s,
+    which keeps ``df``'s output attributes (their ids), so a ``Column`` of the user's read
+    (``df["id"]``) still resolves on what a later filter returns."""
+    old_plan = df._jdf.queryExecution().analyzed()
+    old = _relation(old_plan)
+    new = _relation(fewer._jdf.queryExecution().analyzed())
+    if old is None or new is None:
+        return None
+    fields = [new.productElement(i) for i in range(new.productArity())]
+    fields[1] = old.output()  # LogicalRelation(relation, output, ...): the old attributes
+    relation = new.copy(*fields)
+    jvm = df.sparkSession._jvm
+
+    def swap(plan: Any) -> Any:
+        if plan.equals(old):
+            return relation
+        children = plan.children()
+        if children.size() == 0:
+            return plan
+        kids = [swap(children.apply(i)) for i in range(children.size())]
+        return plan.withNewChildren(jvm.PythonUtils.toSeq(kids))
+
+    try:
+        datasets = jvm.org.apache.spark.sql.classic.Dataset  # PySpark 4.x
+        jdf = datasets.ofRows(df.sparkSession._jsparkSession, swap(old_plan))
+    except Exception:  # PySpark 3.5: Dataset is not yet in ``classic``
+        datasets = jvm.org.apache.spark.sql.Dataset
+        jdf = datasets.ofRows(df.sparkSession._jsparkSession, swap(old_plan))
+    return type(df)(jdf, df.sparkSession)
+
+
+def _relation(plan: Any) -> Any | None:
+    """The one parquet ``LogicalRelation`` of a Delta read's plan."""
+    if plan.getClass().getSimpleName() == "LogicalRelation":
+        return plan
+    children = plan.children()
+    for i in range(children.size()):
+        found = _relation(children.apply(i))
+        if found is not None:
+            return found
+    return None
+
+
+def _connect_read(fewer: Any, read: DeltaRead, apply: Callable[[Any, Any], Any]) -> Any:
+    """Connect: ``fewer`` with the filters of ``read`` applied again, each level given the
+    plan id it had, so a column of the user's read (``df["id"]``, resolved by plan id on the
+    server) still resolves, as on the read it replaces."""
+    levels = read.levels or ((None, _plan_id(fewer)),)
+    df = fewer
+    for condition, plan_id in levels:
+        if condition is not None:
+            df = apply(df, condition)
+        df._plan._root_plan_id = plan_id
     return df
+
+
+def _plan_id(df: Any) -> int:
+    plan = df._plan
+    if getattr(plan, "_plan_id_with_rel", None) is not None:
+        raise ValueError("a plan with relations keeps its own ids")
+    return int(plan._root_plan_id)

@@ -73,7 +73,7 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
     if not jvm_reads(spark, snapshot.table_root):  # an object store without its Hadoop jars
         df = read_through_seam(spark, snapshot.table_root, snapshot.version)
         return df.where(where) if where else df
-    from deltalog.spark.pushdown import DeltaRead, tag
+    from deltalog.spark.pushdown import DeltaRead, tag, tag_filtered
 
     _check_spark_supports(spark, snapshot)
     if not where:
@@ -81,8 +81,9 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
         df = scan_dataframe(spark, snapshot, store, None, inputs=inputs)
         return tag(df, DeltaRead(snapshot, store))
     files = scan_files(spark, snapshot, where)
-    df = scan_dataframe(spark, snapshot, store, files).where(where)
-    return tag(df, DeltaRead(snapshot, store, (where,), (where,)))
+    return tag_filtered(
+        scan_dataframe(spark, snapshot, store, files), where, DeltaRead(snapshot, store)
+    )
 
 
 def file_keys(snapshot: Snapshot, files: pa.Table) -> list[str]:

@@ -250,7 +250,54 @@ def _view_for(spark: Any, node: exp.Table, ctes: set[str]) -> str | None:
     from deltalog.spark.tables import read_table
 
     df = read_table(spark, target.path, version=version, timestamp=timestamp)
-    return _register_view(df, target.path, version, timestamp)
+    pushed = pushed_where(node, df.columns)
+    if pushed is None:
+        return _register_view(df, target.path, version, timestamp)
+    return _register_view(df.where(pushed), target.path, version, f"{timestamp}|{pushed}")
+
+
+def pushed_where(node: exp.Table, columns: list[str]) -> str | None:
+    """The part of the WHERE of the query that reads ``node`` alone which data skipping can
+    use, as SQL over the table's own columns (``None``: nothing to push).
+
+    Only a SELECT whose FROM is this one table (no join, no lateral view) qualifies, and only
+    its conjuncts that compare the table's columns with literals: filtering the table's rows
+    by them before the query is exactly what the WHERE does, and the view built so skips
+    files by the log's statistics (:mod:`deltalog.spark.pushdown`). The query's WHERE still
+    runs on the rows read.
+    """
+    select = node.parent.parent if isinstance(node.parent, exp.From) else None
+    if (
+        not isinstance(select, exp.Select)
+        or select.args.get("joins")
+        or select.args.get("laterals")
+    ):
+        return None
+    where = select.args.get("where")
+    if where is None:
+        return None
+    qualifiers = {node.alias_or_name.lower()}
+    known = {c.lower() for c in columns}
+    condition = where.this.unnest()
+    conjuncts = list(condition.flatten()) if isinstance(condition, exp.And) else [condition]
+    parts = [p for p in (_own_conjunct(c, qualifiers, known) for c in conjuncts) if p]
+    return " AND ".join(f"({p})" for p in parts) or None
+
+
+def _own_conjunct(conjunct: Any, qualifiers: set[str], known: set[str]) -> str | None:
+    from deltalog.spark.pushdown import is_plain
+
+    copy = conjunct.unnest().copy()
+    cols = list(copy.find_all(exp.Column))
+    if not cols or copy.find(exp.Select) is not None:
+        return None
+    for col in cols:
+        if (col.table and col.table.lower() not in qualifiers) or col.name.lower() not in known:
+            return None  # another relation's column, or an outer query's (correlated)
+        for part in ("table", "db", "catalog"):
+            col.set(part, None)
+    text = copy.sql(dialect=DIALECT)
+    return text if is_plain(text) else None
 
 
 def table_ref(node: exp.Table) -> TableRef | None:
