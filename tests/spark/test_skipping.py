@@ -114,6 +114,12 @@ def test_columns_of_the_read_resolve_after_a_pushed_filter(spark: Any, table: st
     assert len(filtered.inputFiles()) == 1
     picked = filtered.select(df["id"], (df["score"] * 4).alias("x"))
     assert sorted((r.id, r.x) for r in picked.collect()) == [(i, float(i)) for i in range(20, 25)]
+    cached = read_table(spark, table).cache()
+    try:  # a cached read answers from its cache: nothing is read again, nothing is pushed
+        plan = cached.where("id < 10")._jdf.queryExecution().executedPlan().toString()
+        assert "InMemoryTableScan" in plan
+    finally:
+        cached.unpersist()
     keys = spark.range(22, 30).withColumnRenamed("id", "k")
     joined = filtered.join(keys, df["id"] == keys["k"]).select(df["id"])
     assert sorted(r.id for r in joined.collect()) == [22, 23, 24]

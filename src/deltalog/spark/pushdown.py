@@ -121,7 +121,7 @@ def _pushing_filter(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def filter(self: Any, condition: Any) -> Any:
         read = self.__dict__.get(_TAG)
-        if read is None:
+        if read is None or _is_cached(self):  # a cached read answers from its cache
             return original(self, condition)
         if isinstance(condition, str):
             text = condition
@@ -146,6 +146,13 @@ def _pushing_filter(original: Callable[..., Any]) -> Callable[..., Any]:
         return tag(filtered, DeltaRead(read.snapshot, read.store, texts, levels))
 
     return filter
+
+
+def _is_cached(df: Any) -> bool:
+    try:
+        return bool(df.is_cached)
+    except Exception:  # Connect asks the server; no answer means no cache to keep
+        return False
 
 
 def is_plain(text: str) -> bool:
