@@ -28,6 +28,7 @@ from typing import Any
 
 from deltalog import errors
 from deltalog.spark import captured
+from deltalog.spark.session import pyspark_classes
 
 _STATE = "_deltalog_write_state"
 _FORMATS: set[str] = set()
@@ -53,28 +54,15 @@ def install(format_name: str, *, reads: bool = False) -> None:
 
 
 def _writer_classes() -> list[type]:
-    classes: list[type] = []
-    from pyspark.sql.readwriter import DataFrameWriter
-
-    classes.append(DataFrameWriter)
-    try:
-        from pyspark.sql.connect.readwriter import DataFrameWriter as ConnectWriter
-    except Exception:  # Connect's client dependencies are optional
-        return classes
-    classes.append(ConnectWriter)
-    return classes
+    return pyspark_classes(
+        "DataFrameWriter", "pyspark.sql.readwriter", "pyspark.sql.connect.readwriter"
+    )
 
 
 def _reader_classes() -> list[type]:
-    from pyspark.sql.readwriter import DataFrameReader
-
-    classes: list[type] = [DataFrameReader]
-    try:
-        from pyspark.sql.connect.readwriter import DataFrameReader as ConnectReader
-    except Exception:  # Connect's client dependencies are optional
-        return classes
-    classes.append(ConnectReader)
-    return classes
+    return pyspark_classes(
+        "DataFrameReader", "pyspark.sql.readwriter", "pyspark.sql.connect.readwriter"
+    )
 
 
 def _install_reader() -> None:

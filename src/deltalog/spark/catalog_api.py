@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deltalog.spark import names
+from deltalog.spark.session import pyspark_classes
 
 
 def install() -> None:
@@ -27,15 +28,7 @@ def install() -> None:
 
 
 def _catalog_classes() -> list[type]:
-    from pyspark.sql.catalog import Catalog
-
-    classes: list[type] = [Catalog]
-    try:
-        from pyspark.sql.connect.catalog import Catalog as ConnectCatalog
-    except Exception:  # Connect's client dependencies are optional
-        return classes
-    classes.append(ConnectCatalog)
-    return classes
+    return pyspark_classes("Catalog", "pyspark.sql.catalog", "pyspark.sql.connect.catalog")
 
 
 def _list_tables(original: Callable[..., Any]) -> Callable[..., Any]:

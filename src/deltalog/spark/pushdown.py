@@ -92,21 +92,10 @@ def install() -> None:
 
 
 def _dataframe_classes() -> list[type]:
-    classes: list[type] = []
-    try:
-        from pyspark.sql.classic.dataframe import DataFrame as Classic  # PySpark 4.x
+    from deltalog.spark.session import pyspark_classes
 
-        classes.append(Classic)
-    except ImportError:
-        from pyspark.sql.dataframe import DataFrame as Classic35  # PySpark 3.5
-
-        classes.append(Classic35)
-    try:
-        from pyspark.sql.connect.dataframe import DataFrame as Connect
-    except Exception:  # Connect's client dependencies are optional
-        return classes
-    classes.append(Connect)
-    return classes
+    classic = ("pyspark.sql.classic.dataframe", "pyspark.sql.dataframe")  # 4.x, 3.5
+    return pyspark_classes("DataFrame", classic, "pyspark.sql.connect.dataframe")
 
 
 def _alias(original: Callable[..., Any]) -> Callable[..., Any]:

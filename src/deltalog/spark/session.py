@@ -41,6 +41,25 @@ def to_arrow(df: Any) -> pa.Table:
     return to_arrow_schema(df.schema).empty_table()  # no rows: still the columns
 
 
+def pyspark_classes(name: str, classic: str | tuple[str, ...], connect: str) -> list[type]:
+    """PySpark's class ``name``: from the first module of ``classic`` that exists, and from
+    Connect's ``connect`` module when Connect's client dependencies are installed (the bridge
+    wraps both)."""
+    import contextlib
+    import importlib
+
+    classes: list[type] = []
+    for module in (classic,) if isinstance(classic, str) else classic:
+        try:
+            classes.append(getattr(importlib.import_module(module), name))
+            break
+        except ImportError:
+            continue
+    with contextlib.suppress(Exception):  # Connect's client dependencies are optional
+        classes.append(getattr(importlib.import_module(connect), name))
+    return classes
+
+
 def conf_get(spark: Any, key: str, default: str) -> str:
     try:
         value = spark.conf.get(key, default)

@@ -26,6 +26,7 @@ from sqlglot import exp
 from deltalog import errors
 from deltalog.spark import captured, names
 from deltalog.spark.bridge import _reader_classes
+from deltalog.spark.session import pyspark_classes
 from deltalog.spark.sql_statements import DIALECT, Parsed, SqlSyntaxError, TableRef, parse
 
 _ORIGINAL = "_deltalog_original_sql"
@@ -61,15 +62,7 @@ def install() -> None:
 
 
 def _session_classes() -> list[type]:
-    from pyspark.sql import SparkSession
-
-    classes: list[type] = [SparkSession]
-    try:
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
-    except Exception:  # Connect's client dependencies are optional
-        return classes
-    classes.append(ConnectSession)
-    return classes
+    return pyspark_classes("SparkSession", "pyspark.sql", "pyspark.sql.connect.session")
 
 
 def spark_sql(spark: Any, text: str, args: Any = None, **kwargs: Any) -> Any:

@@ -25,6 +25,7 @@ from typing import Any
 from deltalog import errors
 from deltalog.spark import captured
 from deltalog.spark.bridge import _is_delta, _state, _wrap_builder
+from deltalog.spark.session import pyspark_classes
 
 
 def install_streaming() -> None:
@@ -47,15 +48,9 @@ def install_streaming() -> None:
 
 
 def _classes(name: str) -> list[type]:
-    from pyspark.sql.streaming import readwriter
-
-    classes = [getattr(readwriter, name)]
-    try:
-        from pyspark.sql.connect.streaming import readwriter as connect
-    except Exception:  # Connect's client dependencies are optional
-        return classes
-    classes.append(getattr(connect, name))
-    return classes
+    return pyspark_classes(
+        name, "pyspark.sql.streaming.readwriter", "pyspark.sql.connect.streaming.readwriter"
+    )
 
 
 def _record_output_mode(cls: type) -> None:

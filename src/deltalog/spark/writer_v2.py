@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deltalog.spark import captured
+from deltalog.spark.session import pyspark_classes
 
 _STATE = "_deltalog_v2_state"
 
@@ -29,15 +30,9 @@ def install() -> None:
 
 
 def _classes() -> list[type]:
-    from pyspark.sql.readwriter import DataFrameWriterV2
-
-    classes: list[type] = [DataFrameWriterV2]
-    try:
-        from pyspark.sql.connect.readwriter import DataFrameWriterV2 as ConnectWriter
-    except Exception:  # Connect's client dependencies are optional
-        return classes
-    classes.append(ConnectWriter)
-    return classes
+    return pyspark_classes(
+        "DataFrameWriterV2", "pyspark.sql.readwriter", "pyspark.sql.connect.readwriter"
+    )
 
 
 def _state(writer: Any) -> dict[str, Any]:
