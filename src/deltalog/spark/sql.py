@@ -78,10 +78,12 @@ def _bridged_sql(original: Callable[..., Any]) -> Callable[..., Any]:
         try:
             statement = parse(sqlQuery) if isinstance(sqlQuery, str) else None
         except SqlSyntaxError as e:
-            raise errors.InvalidArgumentError("PARSE_SYNTAX_ERROR", str(e)) from None
+            if args or kwargs:  # a marker or {name} where Delta's grammar takes a literal
+                return _run_bound(self, sqlQuery, args, kwargs)
+            raise _syntax_error(e) from None
         if statement is None:
             return original(self, sqlQuery, args, **kwargs)
-        result = execute(self, statement, args, kwargs)
+        result = execute(self, statement, args, kwargs, sqlQuery)
         if result is NOT_DELTA:
             return original(self, sqlQuery, args, **kwargs)
         return result
@@ -142,31 +144,73 @@ def _reader_options(reader: Any) -> dict[str, str]:
 NOT_DELTA = object()  # execute's answer for a statement Spark runs unchanged
 
 
-def execute(spark: Any, statement: Any, args: Any = None, kwargs: Any = None) -> Any:
-    """Run ``statement`` if it is Delta's; :data:`NOT_DELTA` otherwise."""
+def execute(
+    spark: Any, statement: Any, args: Any = None, kwargs: Any = None, text: str | None = None
+) -> Any:
+    """Run ``statement`` (parsed from ``text``) if it is Delta's; :data:`NOT_DELTA` otherwise.
+
+    Delta's own statements are run with their parameter markers bound to ``args`` and
+    PySpark's ``{name}`` formatting applied with ``kwargs`` (:mod:`deltalog.spark.sql_params`);
+    queries that only read Delta tables give both to Spark's ``sql``."""
     from deltalog.spark import sql_commands, sql_dml
 
     if isinstance(statement, Parsed):
         handler = sql_dml.HANDLERS.get(type(statement.expression))
         if handler is not None:
             if (args or kwargs) and sql_dml.target_of(spark, statement.expression.this):
-                raise _no_parameters()
+                return _run_bound(spark, text, args, kwargs)
             result = handler(spark, statement)
             if result is not NOT_DELTA:
                 return result
         return run_reads(spark, statement.expression, args, kwargs or {})
     if args or kwargs:
-        raise _no_parameters()
+        return _run_bound(spark, text, args, kwargs)
     return sql_commands.run(spark, statement)
 
 
-def _no_parameters() -> errors.UnsupportedFeatureError:
-    return errors.UnsupportedFeatureError(
-        "DELTALOG_SQL_PARAMETERS_UNSUPPORTED",
-        "parameter markers (args=...) are not supported in Delta's DML, DDL and maintenance "
-        "statements; queries that read Delta tables accept them.",
-        help="format the values into the statement, or use the DeltaTable API.",
-    )
+def _run_bound(spark: Any, text: str | None, args: Any, kwargs: Any) -> Any:
+    """A Delta statement with ``kwargs`` formatted in (PySpark's formatter) and its markers
+    bound to ``args``, run on its own."""
+    from deltalog.spark import sql_params
+
+    if text is None:
+        raise errors.InternalError("DELTALOG_SQL_TEXT", "a statement with parameters lost its text")
+    formatter = None
+    if kwargs:
+        formatter = _formatter(spark)
+        text = formatter.format(text, **kwargs)
+    try:
+        bound = sql_params.bind(text, args, spark) if args else text
+        try:
+            statement = parse(bound)
+        except SqlSyntaxError as e:
+            raise _syntax_error(e) from None
+        result = execute(spark, statement) if statement is not None else NOT_DELTA
+        if result is NOT_DELTA:
+            return spark_sql(spark, bound)
+        return result
+    finally:
+        if formatter is not None:
+            formatter.clear()
+
+
+def _syntax_error(e: SqlSyntaxError) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError("PARSE_SYNTAX_ERROR", str(e))
+
+
+def _formatter(spark: Any) -> Any:
+    """PySpark's ``{name}`` formatter for ``spark.sql(text, **kwargs)`` (classic sessions: on
+    Connect a DataFrame argument lives in the command only, so Delta's statements take
+    literal values only)."""
+    from deltalog.spark.session import is_connect
+
+    if is_connect(spark):
+        from pyspark.sql.connect.sql_formatter import SQLStringFormatter as ConnectFormatter
+
+        return ConnectFormatter(spark)
+    from pyspark.sql.sql_formatter import SQLStringFormatter
+
+    return SQLStringFormatter(spark)
 
 
 # -- reads: Delta tables in a query become temporary views -------------------------------------
