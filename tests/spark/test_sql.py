@@ -336,6 +336,15 @@ def test_sql_over_spark_connect(connect_spark: Any, tmp_path: Path) -> None:
     ops = [r.operation for r in connect_spark.sql(f"DESCRIBE HISTORY {t}").collect()]
     assert ops == ["MERGE", "WRITE", "CREATE TABLE"]
     assert connect_spark.sql(f"SELECT count(*) FROM {t} VERSION AS OF 1").collect() == [(2,)]
+    # names over Connect: spark.read.table with delta-spark's time-travel option
+    connect_spark.sql(f"CREATE TABLE connect_named USING delta LOCATION '{path}'")
+    try:
+        old = connect_spark.read.option("versionAsOf", 1).table("connect_named")
+        assert sorted(old.collect()) == [(1, "a"), (2, "b")]
+        merged_rows = connect_spark.sql("SELECT * FROM connect_named WHERE id > :n", args={"n": 1})
+        assert sorted(merged_rows.collect()) == [(2, "B", True), (3, "c", False)]
+    finally:
+        connect_spark.sql("DROP TABLE connect_named")
 
 
 def test_delta_spark_style_example_runs_unchanged(spark: Any) -> None:

@@ -104,7 +104,7 @@ def _bridged_load(original: Callable[..., Any]) -> Callable[..., Any]:
             if not isinstance(path, str):
                 raise errors.invalid_argument("load the Delta format with one path: .load(path)")
             merged["path"] = path
-        df = reads.load(_session(self), merged, python_source=has_source)
+        df = reads.load(reader_session(self), merged, python_source=has_source)
         if df is None:  # only the Python data source can read it
             return original(self, path, format, schema, **options)
         return df
@@ -118,7 +118,7 @@ def _has_python_source() -> bool:
     return importlib.util.find_spec("pyspark.sql.datasource") is not None
 
 
-def _session(reader: Any) -> Any:
+def reader_session(reader: Any) -> Any:
     """The session of a reader (classic keeps ``_spark``, Connect ``_client``)."""
     return reader._spark if hasattr(reader, "_spark") else reader._client
 

@@ -114,8 +114,11 @@ def _bridged_reader_table(original: Callable[..., Any]) -> Callable[..., Any]:
     def table(self: Any, tableName: str) -> Any:
         """``spark.read.table(name)``, with delta-spark's ``versionAsOf`` / ``timestampAsOf``
         options for a Delta table."""
+        from deltalog.spark.bridge import reader_session
+
+        spark = reader_session(self)
         try:
-            target = names.resolve_identifier(self._spark, tableName)
+            target = names.resolve_identifier(spark, tableName)
         except (SqlSyntaxError, errors.InvalidArgumentError):
             target = None
         if target is None:
@@ -125,7 +128,7 @@ def _bridged_reader_table(original: Callable[..., Any]) -> Callable[..., Any]:
         options = _reader_options(self)
         version = options.get("versionasof")
         return read_table(
-            self._spark,
+            spark,
             target.path,
             version=None if version is None else int(version),
             timestamp=options.get("timestampasof"),

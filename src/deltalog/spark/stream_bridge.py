@@ -24,7 +24,7 @@ from typing import Any
 
 from deltalog import errors
 from deltalog.spark import captured
-from deltalog.spark.bridge import _is_delta, _state, _wrap_builder
+from deltalog.spark.bridge import _is_delta, _state, _wrap_builder, reader_session
 from deltalog.spark.session import pyspark_classes
 
 
@@ -118,10 +118,6 @@ def _bridged_start(original: Callable[..., Any]) -> Callable[..., Any]:
     return start
 
 
-def _reader_session(reader: Any) -> Any:
-    return getattr(reader, "_spark", None) or reader._client
-
-
 def _bridged_read_table(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     @captured.surfaces
@@ -129,7 +125,7 @@ def _bridged_read_table(original: Callable[..., Any]) -> Callable[..., Any]:
         from deltalog.spark.table_writes import is_delta_name
 
         state = _state(self)
-        spark = _reader_session(self)
+        spark = reader_session(self)
         if state["format"] is not None and not _is_delta(state, None):
             return original(self, tableName)
         if not is_delta_name(spark, tableName):
