@@ -1,7 +1,7 @@
 """Change data feed: deltalog against deltalake's ``load_cdf`` on the same table, same run.
 
-Table (cached under bench/_data/cdf-1m): 1,000,000 rows in 20 partitions with the change feed
-on, then 100 commits written by deltalake: 50 appends of 1,000 rows, 25 deletes and 25 updates
+Table (cached under bench/_data/cdf-1m; ``--rows N`` for another size, e.g. 10,000,000):
+1,000,000 rows in 20 partitions with the change feed on, then 100 commits written by deltalake: 50 appends of 1,000 rows, 25 deletes and 25 updates
 (each rewriting one partition and writing change files).
 
 For the ranges [1, 100] (the 100 commits) and [0, 100] (plus the 1M-row first write) it prints
@@ -29,21 +29,24 @@ DATA = HERE / "_data"
 PARTITIONS = 20
 
 
-def make_table(root: Path) -> None:
+def make_table(root: Path, n: int) -> None:
     if (root / "_delta_log" / f"{100:020d}.json").exists():
         return
     import shutil
 
     import deltalake
+    import numpy as np
 
     shutil.rmtree(root, ignore_errors=True)
-    n = 1_000_000
+    ids = pa.array(np.arange(n, dtype=np.int64))
     table = pa.table(
         {
-            "id": pa.array(range(n), pa.int64()),
-            "part": pa.array([i % PARTITIONS for i in range(n)], pa.int32()),
-            "value": pa.array([i * 0.25 for i in range(n)]),
-            "name": pa.array([f"name-{i % 1000}" for i in range(n)]),
+            "id": ids,
+            "part": pc.cast(pc.remainder(ids, PARTITIONS), pa.int32()),
+            "value": pc.multiply(pc.cast(ids, pa.float64()), 0.25),
+            "name": pc.binary_join_element_wise(
+                "name-", pc.cast(pc.remainder(ids, 1000), pa.string()), ""
+            ),
         }
     )
     deltalake.write_deltalake(
@@ -88,9 +91,11 @@ def main() -> None:
     from deltalog.spark.session import get_or_create_session, to_arrow
     from deltalog.tables import read_changes
 
+    rows = int(sys.argv[sys.argv.index("--rows") + 1]) if "--rows" in sys.argv else 1_000_000
     DATA.mkdir(exist_ok=True)
-    root = DATA / "cdf-1m"
-    make_table(root)
+    root = DATA / ("cdf-1m" if rows == 1_000_000 else f"cdf-{rows}")
+    make_table(root, rows)
+    print(f"table: {rows:,} rows in {PARTITIONS} partitions, then 100 commits", flush=True)
     path = str(root)
     spark = get_or_create_session()
     name = deltalog.register(spark)
