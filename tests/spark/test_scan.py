@@ -441,3 +441,42 @@ def test_paths_spark_cannot_read_go_to_the_python_source(
     assert sorted(r.id for r in df.collect()) == [1, 2, 3]
     with pytest.raises(errors.UnsupportedFeatureError, match="DELTA_UNREADABLE_FILE_PATH"):
         DeltaTable.forPath(spark, str(root)).toDF()
+
+
+def _first_index_root(df: Any) -> str:
+    """The first path the parquet scan's file index was built from."""
+    leaves = df._jdf.queryExecution().optimizedPlan().collectLeaves()
+    for i in range(leaves.size()):
+        leaf = leaves.apply(i)
+        if leaf.getClass().getSimpleName() == "LogicalRelation":
+            return str(leaf.relation().location().rootPaths().head().toString())
+    raise AssertionError("no parquet scan")
+
+
+def test_directories_are_listed_only_when_they_hold_exactly_the_snapshot(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Many files (``listed_read.MIN_FILES`` and more): the read goes by directory while the
+    directories hold exactly the snapshot's files, and by the file list once they hold more
+    (a file a delete removed, not yet vacuumed); the rows are the table's either way."""
+    import deltalog
+    from deltalog.spark.listed_read import MIN_FILES
+
+    deltalog.register(spark)
+    import deltalake
+    import pyarrow as pa
+
+    path = str(tmp_path / "many")
+    ids = list(range(3 * MIN_FILES))
+    parts = MIN_FILES + 4  # one file in each partition directory
+    rows = pa.table({"id": ids, "part": [i % parts for i in ids]})
+    deltalake.write_deltalake(path, rows, partition_by=["part"])
+    df = read_table(spark, path)
+    assert not _first_index_root(df).endswith(".parquet")  # the index lists directories
+    assert sorted(r.id for r in df.collect()) == ids
+    deltalake.DeltaTable(path).delete("part = 1 AND id < 100")  # its old file stays
+    after = read_table(spark, path)
+    assert _first_index_root(after).endswith(".parquet")  # the snapshot's file list
+    expected = [i for i in ids if not (i % parts == 1 and i < 100)]
+    assert sorted(r.id for r in after.collect()) == expected
+    assert sorted(oracle_rows(path).column("id").to_pylist()) == expected

@@ -36,6 +36,7 @@ from deltalog.schema import (
 from deltalog.schema import (
     read_schema as visible_schema,
 )
+from deltalog.spark.listed_read import listed_read
 from deltalog.spark.scan_plan import (
     FILE,
     ROW,
@@ -147,9 +148,11 @@ def scan_dataframe(
         if from_paths or f.name.lower() not in partition_names
     ]
     read_schema = to_spark_schema(StructType(tuple(read_fields)))
-    df = read_files_or_raise(
-        spark, read_schema, inputs.paths, snapshot.table_root, store, base_path=inputs.base_path
-    )
+    df = listed_read(spark, read_schema, inputs.paths, inputs.base_path)
+    if df is None:
+        df = read_files_or_raise(
+            spark, read_schema, inputs.paths, snapshot.table_root, store, base_path=inputs.base_path
+        )
     df = df.select("*", df["_metadata.file_path"].alias(FILE), df["_metadata.row_index"].alias(ROW))
     if inputs.deleted is not None:
         from pyspark.sql import functions as F
