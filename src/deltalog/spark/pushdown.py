@@ -63,7 +63,10 @@ def tag_filtered(base: Any, where: str, read: DeltaRead) -> Any:
     filtered = base.where(where)
     levels: tuple[tuple[Any, int], ...] = ()
     if not hasattr(filtered, "_jdf"):  # Connect
-        levels = ((None, _plan_id(base)), (where, _plan_id(filtered)))
+        try:
+            levels = ((None, _plan_id(base)), (where, _plan_id(filtered)))
+        except (AttributeError, ValueError):  # plan ids it cannot keep: no pushdown later
+            return filtered
     return tag(filtered, DeltaRead(read.snapshot, read.store, (where,), levels))
 
 
@@ -128,10 +131,13 @@ def _pushing_filter(original: Callable[..., Any]) -> Callable[..., Any]:
             base = None
         filtered = original(self if base is None else base, condition)
         levels = read.levels
-        if not levels and not hasattr(filtered, "_jdf"):  # Connect: ids to keep
-            levels = ((None, _plan_id(self)),)
-        if levels:
-            levels = (*levels, (condition, _plan_id(filtered)))
+        try:
+            if not levels and not hasattr(filtered, "_jdf"):  # Connect: ids to keep
+                levels = ((None, _plan_id(self)),)
+            if levels:
+                levels = (*levels, (condition, _plan_id(filtered)))
+        except (AttributeError, ValueError):  # plan ids it cannot keep: later filters are Spark's
+            return filtered
         return tag(filtered, DeltaRead(read.snapshot, read.store, texts, levels))
 
     return filter
