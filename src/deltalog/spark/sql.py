@@ -297,22 +297,24 @@ def _view_for(spark: Any, node: exp.Table, ctes: set[str]) -> str | None:
 
 
 def pushed_where(node: exp.Table, columns: list[str]) -> str | None:
-    """The part of the WHERE of the query that reads ``node`` alone which data skipping can
-    use, as SQL over the table's own columns (``None``: nothing to push).
+    """The part of the WHERE of the query reading ``node`` that data skipping can use, as SQL
+    over the table's own columns (``None``: nothing to push).
 
-    Only a SELECT whose FROM is this one table (no join, no lateral view) qualifies, and only
-    its conjuncts that compare the table's columns with literals: filtering the table's rows
-    by them before the query is exactly what the WHERE does, and the view built so skips
-    files by the log's statistics (:mod:`deltalog.spark.pushdown`). The query's WHERE still
-    runs on the rows read.
+    Only a SELECT whose FROM and JOINs are this table alone or inner (or cross) joins qualifies
+    (no outer, semi or anti join, no lateral view), and only its conjuncts that compare the
+    table's columns with literals; across a join, only columns qualified by the table's alias
+    or name. For such a query, filtering the table's rows by them first is exactly what the
+    WHERE does, and the view built so skips files by the log's statistics
+    (:mod:`deltalog.spark.pushdown`). The query's WHERE still runs on the rows read.
     """
-    select = node.parent.parent if isinstance(node.parent, exp.From) else None
-    if (
-        not isinstance(select, exp.Select)
-        or select.args.get("joins")
-        or select.args.get("laterals")
-    ):
+    select = node.parent.parent if isinstance(node.parent, exp.From | exp.Join) else None
+    if not isinstance(select, exp.Select) or select.args.get("laterals"):
         return None
+    joins = select.args.get("joins") or []
+    for join in joins:
+        kind = str(join.args.get("kind") or "").upper()
+        if join.args.get("side") or kind not in ("", "INNER", "CROSS"):
+            return None
     where = select.args.get("where")
     if where is None:
         return None
@@ -320,11 +322,14 @@ def pushed_where(node: exp.Table, columns: list[str]) -> str | None:
     known = {c.lower() for c in columns}
     condition = where.this.unnest()
     conjuncts = list(condition.flatten()) if isinstance(condition, exp.And) else [condition]
-    parts = [p for p in (_own_conjunct(c, qualifiers, known) for c in conjuncts) if p]
+    owned = (_own_conjunct(c, qualifiers, known, qualified=bool(joins)) for c in conjuncts)
+    parts = [p for p in owned if p]
     return " AND ".join(f"({p})" for p in parts) or None
 
 
-def _own_conjunct(conjunct: Any, qualifiers: set[str], known: set[str]) -> str | None:
+def _own_conjunct(
+    conjunct: Any, qualifiers: set[str], known: set[str], *, qualified: bool
+) -> str | None:
     from deltalog.spark.pushdown import is_plain
 
     copy = conjunct.unnest().copy()
@@ -334,6 +339,8 @@ def _own_conjunct(conjunct: Any, qualifiers: set[str], known: set[str]) -> str |
     for col in cols:
         if (col.table and col.table.lower() not in qualifiers) or col.name.lower() not in known:
             return None  # another relation's column, or an outer query's (correlated)
+        if qualified and not col.table:
+            return None  # across a join an unqualified name may be the other table's
         for part in ("table", "db", "catalog"):
             col.set(part, None)
     text = copy.sql(dialect=DIALECT)
