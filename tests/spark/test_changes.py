@@ -5,6 +5,7 @@ source, against deltalake's ``load_cdf``."""
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -118,3 +119,25 @@ def test_source_options(spark: Any, written: str) -> None:
     ]:
         with pytest.raises(Exception, match=error_class):
             spark.read.format(name).options(**options).load(written).collect()
+
+
+def test_bulk_scans_give_the_same_rows(
+    spark: Any, copy_table: Any, written: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every whole-file group of a commit read by a scan of its own (literal change columns,
+    # partition values from the paths), the rest joined to the plan: the oracle's rows.
+    from deltalog.spark import changes
+
+    monkeypatch.setattr(changes, "BULK_BYTES", 0)
+    monkeypatch.setattr(changes, "MAX_BULK_GROUPS", 3)
+    for root, start, end in [
+        (Path(written), 0, None),
+        (copy_table("delta-rs/cdf-table"), 0, None),
+        (copy_table("delta-rs/cdf-table-with-cdc-and-dvs"), 0, None),
+    ]:
+        commit_times_from_commit_info(root)
+        df = read_changes(spark, str(root), starting_version=start, ending_version=end)
+        plan = df._jdf.queryExecution().executedPlan().toString()
+        assert "insert AS _change_type" in plan, root  # the first write's scan, unjoined
+        expected = normalize(oracle_changes(str(root), start, end))
+        assert normalize(to_arrow(df)) == expected, root

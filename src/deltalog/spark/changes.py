@@ -10,6 +10,9 @@ the rows of a long range are read in parallel across the cluster:
   only the listed ones (a vector replaced inside a commit);
 * partition values, the change type, the commit version and the commit timestamp come from the
   plan; change files bring their own ``_change_type``;
+* a commit's large whole-file reads of one change type (a first write, an overwrite) get a scan
+  of their own with the change columns as literals and partition values from the paths, so
+  their rows skip the join (:func:`_bulk_groups`);
 * each scan is coalesced to the tasks its bytes need (:func:`scan_tasks`): a busy table's range
   is mostly tiny files, which Spark's split planning (4 MB assumed per file open) spreads over
   dozens of tasks of milliseconds of work each.
@@ -51,7 +54,7 @@ from deltalog.spark.scan import (
     physical_field,
     read_files_or_raise,
 )
-from deltalog.spark.scan_plan import spark_file_uris
+from deltalog.spark.scan_plan import partitions_from_paths, spark_file_uris
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import conf_get, ensure_no_listing_job
 from deltalog.spark.storage import changes_through_seam, jvm_reads
@@ -64,6 +67,10 @@ if TYPE_CHECKING:
 SPEC, MODE, HIT = "__deltalog_spec", "__deltalog_mode", "__deltalog_hit"
 # Plans up to this many file reads are broadcast to the scans.
 BROADCAST_ROWS = 200_000
+# A commit's whole-file reads of one change type of at least this many bytes get a scan of
+# their own without the join to the plan (:func:`_bulk_groups`); at most this many such scans.
+BULK_BYTES = 8 * 2**20
+MAX_BULK_GROUPS = 8
 
 
 def read_changes(spark: Any, log: DeltaLog, options: Mapping[str, str]) -> Any:
@@ -96,19 +103,25 @@ def changes_to_df(spark: Any, plan: ChangePlan, store: LogStore) -> Any:
     ensure_no_listing_job(spark)
     if mode == "id":
         spark.conf.set(FIELD_ID_READ, "true")
-    specs = _specs(spark, plan, mode)
     is_cdc = plan.files["is_cdc"]
-    parts = []
-    data_paths = _distinct(plan.files.filter(pc.invert(is_cdc))["path"])
+    data = plan.files.filter(pc.invert(is_cdc))
+    bulk, joined = _bulk_groups(plan, data)
+    parts = [_bulk_scan(spark, plan, group, store) for group in bulk]
+    joined_and_cdc = pa.concat_tables([joined, plan.files.filter(is_cdc)])
+    specs = _specs(spark, plan, joined_and_cdc, mode) if joined_and_cdc.num_rows else None
+    data_paths = _distinct(joined["path"])
     if data_paths:
         df = _scan(spark, physical, data_paths, plan, store)
-        parts.append(_select_rows(spark, plan, df.join(specs, on=FILE, how="inner")))
+        assert specs is not None
+        df = _select_rows(spark, plan, joined, df.join(specs, on=FILE, how="inner"))
+        parts.append(df.drop(FILE))
     cdc_paths = _distinct(plan.files.filter(is_cdc)["path"])
     if cdc_paths:
         change_fields = (*physical.fields, StructField(CHANGE_TYPE, PrimitiveType("string"), True))
         df = _scan(spark, StructType(change_fields), cdc_paths, plan, store)
+        assert specs is not None
         df = df.join(specs.drop(CHANGE_TYPE), on=FILE, how="inner")
-        parts.append(df.drop(SPEC, MODE, ROW))
+        parts.append(df.drop(FILE, SPEC, MODE, ROW))
     df = parts[0]
     for other in parts[1:]:
         df = df.unionByName(other)
@@ -138,6 +151,69 @@ def _bytes(plan: ChangePlan, paths: list[str]) -> int:
     return int(pc.sum(pc.fill_null(sizes, 0)).as_py() or 0)
 
 
+def _bulk_groups(plan: ChangePlan, data: pa.Table) -> tuple[list[pa.Table], pa.Table]:
+    """The data-file reads of ``data`` worth a scan of their own, grouped, and the rest.
+
+    A group is every whole-file read (no deletion vector) of one commit and change type, of at
+    least :data:`BULK_BYTES` (a table's first write, an overwrite): its version, change type and
+    timestamp are literals and its partition values come from the paths, so its rows skip the
+    join to the plan. Groups whose files are not all in their hive partition directories stay
+    joined, as do the small reads of a busy range (one scan for all of them is cheaper than a
+    scan each). At most :data:`MAX_BULK_GROUPS`, the largest.
+    """
+    whole = data.filter(pc.equal(data["mode"], ALL_ROWS))
+    if whole.num_rows == 0:
+        return [], data
+    sizes = whole.group_by(["version", "change_type"]).aggregate(
+        [("size", "sum"), ("path", "count"), ("path", "count_distinct")]
+    )
+    sizes = sizes.filter(pc.greater_equal(sizes["size_sum"], BULK_BYTES))
+    sizes = sizes.filter(pc.equal(sizes["path_count"], sizes["path_count_distinct"]))
+    groups: list[pa.Table] = []
+    for key in sizes.sort_by([("size_sum", "descending")]).to_pylist()[:MAX_BULK_GROUPS]:
+        in_group = pc.and_(
+            pc.equal(whole["version"], key["version"]),
+            pc.equal(whole["change_type"], key["change_type"]),
+        )
+        group = whole.filter(in_group)
+        snapshot = plan.snapshot
+        if snapshot.partition_columns and not partitions_from_paths(
+            snapshot, group, group["path"].combine_chunks()
+        ):
+            continue
+        groups.append(group)
+    if not groups:
+        return [], data
+    taken = pa.concat_arrays([g["spec_id"].combine_chunks() for g in groups])
+    return groups, data.filter(pc.invert(pc.is_in(data["spec_id"], taken)))
+
+
+def _bulk_scan(spark: Any, plan: ChangePlan, group: pa.Table, store: LogStore) -> Any:
+    """The rows of one :func:`_bulk_groups` group, with the change columns as literals."""
+    from pyspark.sql import functions as F
+
+    snapshot = plan.snapshot
+    mode = snapshot.column_mapping_mode
+    fields = StructType(tuple(physical_field(f, mode) for f in snapshot.schema.fields))
+    root = snapshot.table_root
+    paths = _distinct(group["path"])
+    base_path = root if snapshot.partition_columns else None
+    df = read_files_or_raise(
+        spark, to_spark_schema(fields), paths, root, store, base_path=base_path
+    )
+    tasks = scan_tasks(spark, _bytes(plan, paths))
+    if tasks is not None:
+        df = df.coalesce(tasks)
+    first = group.slice(0, 1).to_pylist()[0]
+    micros = int(first["timestamp"]) * 1000
+    return df.select(
+        "*",
+        F.lit(first["change_type"]).alias(CHANGE_TYPE),
+        F.lit(int(first["version"])).cast("long").alias(COMMIT_VERSION),
+        F.expr(f"timestamp_micros({micros})").alias(COMMIT_TIMESTAMP),
+    )
+
+
 def scan_tasks(spark: Any, total_bytes: int) -> int | None:
     """Tasks for a scan of ``total_bytes``: one per ``spark.sql.files.maxPartitionBytes``, at
     least ``spark.sql.files.minPartitionNum`` (default: the cluster's parallelism).
@@ -158,11 +234,12 @@ def scan_tasks(spark: Any, total_bytes: int) -> int | None:
     return max(floor, math.ceil(total_bytes / per_task), 1)
 
 
-def _select_rows(spark: Any, plan: ChangePlan, df: Any) -> Any:
-    """Rows of data files as the plan selects them (all, all but a DV's, only listed ones)."""
+def _select_rows(spark: Any, plan: ChangePlan, files: pa.Table, df: Any) -> Any:
+    """Rows of data files as the plan rows ``files`` select them (all, all but a DV's, only
+    listed ones)."""
     from pyspark.sql import functions as F
 
-    modes = set(plan.files["mode"].to_pylist())
+    modes = set(pc.unique(files["mode"]).to_pylist())
     if modes == {ALL_ROWS}:
         return df.drop(SPEC, MODE, ROW)
     rows = plan.rows.rename_columns([SPEC, ROW]).append_column(
@@ -181,11 +258,11 @@ def _select_rows(spark: Any, plan: ChangePlan, df: Any) -> Any:
     return df.where(keep).drop(SPEC, MODE, ROW, HIT)
 
 
-def _specs(spark: Any, plan: ChangePlan, mode: str) -> Any:
-    """The plan as a DataFrame keyed by Spark's file URI, with typed partition values."""
+def _specs(spark: Any, plan: ChangePlan, files: pa.Table, mode: str) -> Any:
+    """The plan rows ``files`` as a DataFrame keyed by Spark's file URI, with typed partition
+    values."""
     from pyspark.sql import functions as F
 
-    files = plan.files
     snapshot = plan.snapshot
     raw = [dict(pv or []) for pv in files["partitionValues"].to_pylist()]
     columns: dict[str, Any] = {
