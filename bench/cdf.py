@@ -149,24 +149,27 @@ def main() -> None:
         tasks = df.rdd.getNumPartitions()
         job_s, _ = timed(lambda d=df: d.count())
         arrow_s, _ = timed(lambda d=df: to_arrow(d))
-        # The floor: Spark's own parquet reader counting the same files (no plan, no joins),
+        # The floor: Spark's own parquet reader over the same files (no plan, no joins),
         # with Spark's own splits and coalesced to the tasks read_changes uses.
         by_kind = [
             plan.files.filter(pc.equal(plan.files["is_cdc"], c))["path"] for c in (False, True)
         ]
         paths = [sorted(set(p.to_pylist())) for p in by_kind]
+
+        def parquet(tasks: int | None, paths: list[list[str]] = paths) -> list[Any]:
+            frames = [spark.read.parquet(*p) for p in paths if p]
+            return [f if tasks is None else f.coalesce(tasks) for f in frames]
+
         floors = {
-            "parquet(same files)": lambda ps=paths: sum(
-                spark.read.parquet(*p).count() for p in ps if p
-            ),
-            "parquet, same tasks": lambda ps=paths: sum(
-                spark.read.parquet(*p).coalesce(scan_tasks(spark, 0) or 1).count() for p in ps if p
-            ),
+            "parquet(same files)": lambda: parquet(None),
+            "parquet, same tasks": lambda: parquet(scan_tasks(spark, 0) or 1),
         }
-        for floor, run in floors.items():
-            floor_s, _ = timed(run)
+        for floor, frames in floors.items():
+            floor_s, _ = timed(lambda f=frames: sum(df.count() for df in f()))
+            floor_arrow_s, _ = timed(lambda f=frames: [to_arrow(df) for df in f()])
             print(
                 f"{label:>9}  {floor:<22} {floor_s:7.2f}s {floor_s / rs:6.1f} "
+                f"{floor_arrow_s:8.2f}s {floor_arrow_s / rs:6.1f} "
                 "(Spark's own read of the plan's files: the floor of any Spark plan)"
             )
         print(
