@@ -480,3 +480,23 @@ def test_directories_are_listed_only_when_they_hold_exactly_the_snapshot(
     expected = [i for i in ids if not (i % parts == 1 and i < 100)]
     assert sorted(r.id for r in after.collect()) == expected
     assert sorted(oracle_rows(path).column("id").to_pylist()) == expected
+
+
+def test_directory_index_is_checked_against_every_file(spark: Any, tmp_path: Path) -> None:
+    """After Spark lists the directories, its index must name exactly the expected files: one
+    missing or one extra is a mismatch (the read then goes by the file list)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltalog.spark.listed_read import _lists_exactly
+    from deltalog.spark.scan import read_parquet_files
+
+    directory = tmp_path / "d"
+    directory.mkdir()
+    for i in range(3):
+        pq.write_table(pa.table({"id": [i]}), directory / f"f{i}.parquet")
+    paths = pa.array(sorted(str(p) for p in directory.iterdir()))
+    df = read_parquet_files(spark, "id long", [str(directory)])
+    assert _lists_exactly(spark, df, paths)
+    assert not _lists_exactly(spark, df, paths.slice(1))
+    assert not _lists_exactly(spark, df, pa.concat_arrays([paths, pa.array([f"{directory}/x"])]))

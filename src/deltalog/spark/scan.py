@@ -153,7 +153,11 @@ def scan_dataframe(
         df = read_files_or_raise(
             spark, read_schema, inputs.paths, snapshot.table_root, store, base_path=inputs.base_path
         )
-    df = df.select("*", df["_metadata.file_path"].alias(FILE), df["_metadata.row_index"].alias(ROW))
+    # Only where needed: a relation with ``_metadata`` in its output reads every metadata
+    # field, the row index included, whatever the query then keeps.
+    if row_ids or inputs.deleted is not None or inputs.partition_values is not None:
+        file_path, row_index = df["_metadata.file_path"], df["_metadata.row_index"]
+        df = df.select("*", file_path.alias(FILE), row_index.alias(ROW))
     if inputs.deleted is not None:
         from pyspark.sql import functions as F
 
