@@ -111,14 +111,15 @@ def changes_to_df(spark: Any, plan: ChangePlan, store: LogStore) -> Any:
     specs = _specs(spark, plan, joined_and_cdc, mode) if joined_and_cdc.num_rows else None
     data_paths = _distinct(joined["path"])
     if data_paths:
-        df = _scan(spark, physical, data_paths, plan, store)
+        selects = not pc.all(pc.equal(joined["mode"], ALL_ROWS)).as_py()
+        df = _scan(spark, physical, data_paths, plan, store, row_index=selects)
         assert specs is not None
         df = _select_rows(spark, plan, joined, df.join(specs, on=FILE, how="inner"))
         parts.append(df.drop(FILE))
     cdc_paths = _distinct(plan.files.filter(is_cdc)["path"])
     if cdc_paths:
         change_fields = (*physical.fields, StructField(CHANGE_TYPE, PrimitiveType("string"), True))
-        df = _scan(spark, StructType(change_fields), cdc_paths, plan, store)
+        df = _scan(spark, StructType(change_fields), cdc_paths, plan, store, row_index=False)
         assert specs is not None
         df = df.join(specs.drop(CHANGE_TYPE), on=FILE, how="inner")
         parts.append(df.drop(FILE, SPEC, MODE, ROW))
@@ -134,12 +135,22 @@ def _distinct(paths: pa.ChunkedArray) -> list[str]:
 
 
 def _scan(
-    spark: Any, physical: StructType, paths: list[str], plan: ChangePlan, store: LogStore
+    spark: Any,
+    physical: StructType,
+    paths: list[str],
+    plan: ChangePlan,
+    store: LogStore,
+    *,
+    row_index: bool,
 ) -> Any:
+    """Spark's parquet reader over ``paths`` with each row's file (:data:`FILE`) and, when a
+    deletion vector selects rows, its index (:data:`ROW`: generating it costs every file)."""
     root = plan.snapshot.table_root
     df = read_files_or_raise(spark, to_spark_schema(physical), paths, root, store)
-    file_path, row_index = df["_metadata.file_path"], df["_metadata.row_index"]
-    df = df.select("*", file_path.alias(FILE), row_index.alias(ROW))
+    columns = [df["_metadata.file_path"].alias(FILE)]
+    if row_index:
+        columns.append(df["_metadata.row_index"].alias(ROW))
+    df = df.select("*", *columns)
     tasks = scan_tasks(spark, _bytes(plan, paths))
     return df if tasks is None else df.coalesce(tasks)
 
