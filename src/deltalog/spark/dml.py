@@ -445,45 +445,35 @@ def _update_with_vectors(
     targets: Mapping[str, Any],
     changes: FileChanges,
 ) -> tuple[Touched, int]:
-    """Deletion vectors: the updated rows, old and new values, are selected by one scan and
-    persisted; their indexes become the vectors and their new values the added files, so the
-    table is read once. Returns the touched files and the milliseconds spent writing."""
-    from pyspark.sql import functions as F
+    """Deletion vectors: one scan, of only the columns the condition reads, collects the
+    updated rows' indexes (the vectors); a second scan of the touched files writes their new
+    values (reference ``DeltaUpdate`` with DVs). Measured against one scan of every column
+    persisted and read back twice: a third less time on 4M rows (caching 400k wide rows costs
+    more than reading the touched files again). Returns the touched files and the
+    milliseconds spent writing.
 
+    A condition that is not deterministic may select other rows the second time: the written
+    count then differs from the marked one and the command fails without committing.
+    """
     snapshot = _snapshot(txn)
-    df = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True)
+    touched = find_touched(spark, txn, files, hit, with_rows=True)
+    t0 = time.monotonic()
+    if not touched.files.num_rows:
+        return touched, 0
+    df = scan_dataframe(spark, snapshot, txn.log.store, touched.files)
     new_values = updated_columns(df, snapshot, targets, hit)
-    names = snapshot.schema.names
-    hits = (
-        df.where(hit)
-        .select(
-            df[FILE],
-            df[ROW],
-            *[df[f"`{n}`"] for n in names],
-            *[v.alias(f"{NEW}{i}") for i, v in enumerate(new_values)],
+    plan = dml_plan(txn, operation)
+    adds, _ = write_rows(df.where(hit).select(*new_values), plan)
+    mark_rows_deleted(txn, touched, changes)
+    changes.adds.extend(adds)
+    if DmlSettings.for_snapshot(snapshot).change_data_feed:
+        images = _update_images(df, snapshot, new_values, hit)
+        changes.cdc = write_change_rows(images, plan)
+    if changes.written_rows() != touched.rows:
+        raise errors.num_records_mismatch(
+            "UPDATE", changes.written_rows(), touched.rows, snapshot.table_root
         )
-        .persist()
-    )
-    try:
-        touched = find_touched(spark, txn, files, hit, with_rows=True, matches=hits)
-        t0 = time.monotonic()
-        if not touched.files.num_rows:
-            return touched, 0
-        plan = dml_plan(txn, operation)
-        new = [hits[f"`{NEW}{i}`"].alias(n) for i, n in enumerate(_value_names(snapshot, targets))]
-        adds, _ = write_rows(hits.select(*new), plan)
-        mark_rows_deleted(txn, touched, changes)
-        changes.adds.extend(adds)
-        if DmlSettings.for_snapshot(snapshot).change_data_feed:
-            images = _update_images(hits, snapshot, new, F.lit(True))
-            changes.cdc = write_change_rows(images, plan)
-        if changes.written_rows() != touched.rows:
-            raise errors.num_records_mismatch(
-                "UPDATE", changes.written_rows(), touched.rows, snapshot.table_root
-            )
-        return touched, _elapsed_ms(t0)
-    finally:
-        hits.unpersist()
+    return touched, _elapsed_ms(t0)
 
 
 def resolve_assignments(
