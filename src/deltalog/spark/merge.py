@@ -553,8 +553,7 @@ class MergeCommand:
             return
         matched_ids = [i for i, c in enumerate(self.clauses) if c.kind == MATCHED] + [COPY]
         pairs = rows.filter(pc.is_in(rows.column(ACTION), pa.array(matched_ids, pa.int32())))
-        grouped = pairs.group_by([FILE, ROW]).aggregate([([], "count_all")])
-        if grouped.num_rows and pc.max(grouped.column("count_all")).as_py() > 1:
+        if _has_repeats(_row_keys(pairs)):
             raise errors.multiple_source_rows_matched(self.root)
 
     def _count_target_actions(self, rows: pa.Table) -> None:
@@ -864,9 +863,23 @@ def _unqualified(p: Comparison | In | IsNull, prefix: int) -> Predicate:
     return replace(p, column=p.column[prefix:])
 
 
+def _row_keys(rows: pa.Table) -> np.ndarray:
+    """One integer per target row of ``rows`` (file number and row index): grouping 100k
+    rows by the file's path string and the index takes Arrow ~60 ms, sorting these ~5 ms."""
+    files = rows.column(FILE).combine_chunks().dictionary_encode().indices
+    numbers = files.to_numpy(zero_copy_only=False).astype(np.int64)
+    indexes = rows.column(ROW).to_numpy().astype(np.int64)
+    return (numbers << 40) | indexes  # row indexes of a parquet file stay below 2**40
+
+
+def _has_repeats(keys: np.ndarray) -> bool:
+    ordered = np.sort(keys)
+    return bool(np.any(ordered[1:] == ordered[:-1]))
+
+
 def _first_per_row(rows: pa.Table) -> pa.Table:
     """One row per target row (a delete-only merge may match a target row several times)."""
-    if rows.num_rows == 0:
+    if rows.num_rows == 0 or not _has_repeats(_row_keys(rows)):
         return rows
     grouped = rows.group_by([FILE, ROW]).aggregate([(ACTION, "min"), (SOURCE_ID, "min")])
     return pa.table(
