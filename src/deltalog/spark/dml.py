@@ -448,7 +448,7 @@ def _update_with_vectors(
     """Deletion vectors: one scan, of only the columns the condition reads, collects the
     updated rows' indexes (the vectors); a second scan of the touched files writes their new
     values (reference ``DeltaUpdate`` with DVs). Measured against one scan of every column
-    persisted and read back twice: a third less time on 4M rows (caching 400k wide rows costs
+    persisted and read back twice: a fifth less time on 4M rows (caching 400k wide rows costs
     more than reading the touched files again). Returns the touched files and the
     milliseconds spent writing.
 
