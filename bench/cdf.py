@@ -109,9 +109,15 @@ def main() -> None:
         )
         return load_with_python_source(reader, path) if python else reader.load(path)
 
-    # Warm the JVM (class loading, code generation) so the first entry timed is not the one
-    # that pays for it.
-    read_changes(spark, path, starting_version=1, ending_version=100).count()
+    # Warm the JVM (class loading, code generation) and the Python workers, through every
+    # entry and both actions, so the first entry timed is not the one that pays for it.
+    for warm in (
+        lambda: read_changes(spark, path, starting_version=1, ending_version=100),
+        lambda: source(1, 100),
+        lambda: source(1, 100, python=True),
+    ):
+        warm().count()
+        to_arrow(warm())
     print(f"{'range':>9}  {'path':<22} {'count':>8} {'ratio':>6} {'to Arrow':>9} {'ratio':>6} rows")
     for start, end in ((1, 100), (0, 100)):
         rs, rs_rows = timed(

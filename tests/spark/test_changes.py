@@ -141,3 +141,15 @@ def test_bulk_scans_give_the_same_rows(
         assert "insert AS _change_type" in plan, root  # the first write's scan, unjoined
         expected = normalize(oracle_changes(str(root), start, end))
         assert normalize(to_arrow(df)) == expected, root
+
+
+@pytest.mark.connect
+def test_bulk_scans_over_connect(
+    connect_spark: Any, written: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deltalog.spark import changes
+
+    monkeypatch.setattr(changes, "BULK_BYTES", 0)
+    commit_times_from_commit_info(Path(written))
+    df = read_changes(connect_spark, written, starting_version=0)
+    assert normalize(to_arrow(df)) == normalize(oracle_changes(written, 0, None))
