@@ -211,3 +211,29 @@ def test_update_keeps_table_rules(spark: Any, delta: str, tmp_path: Path) -> Non
     with pytest.raises(errors.DeltaWriteError, match="DELTA_VIOLATE_CONSTRAINT_WITH_VALUES"):
         table.update("id = 1", {"v": "-1"})
     assert _rows(spark, path) == [(1, 1, 2), (2, 5, 10)]
+
+
+def test_merge_row_keys_find_repeats_and_keep_one_row_per_target_row() -> None:
+    # The same row index in two files is two target rows; the same file and index twice is
+    # one target row matched twice (kept once, with the lowest clause).
+    from deltalog.spark.merge import ACTION, SOURCE_ID, _first_per_row, _has_repeats, _row_keys
+
+    rows = pa.table(
+        {
+            "__deltalog_file": ["file:/a", "file:/b", "file:/a", "file:/b"],
+            "__deltalog_row": pa.array([7, 7, 8, 2**39], pa.int64()),
+            ACTION: pa.array([1, 0, 1, 0], pa.int32()),
+            SOURCE_ID: pa.array([10, 11, 12, 13], pa.int64()),
+        }
+    )
+    assert not _has_repeats(_row_keys(rows))
+    assert _first_per_row(rows) is rows
+    twice = pa.concat_tables(
+        [rows, rows.slice(0, 1).set_column(2, ACTION, pa.array([0], pa.int32()))]
+    )
+    assert _has_repeats(_row_keys(twice))
+    kept = _first_per_row(twice).sort_by(
+        [("__deltalog_file", "ascending"), ("__deltalog_row", "ascending")]
+    )
+    assert kept.column(ACTION).to_pylist() == [0, 1, 0, 0]
+    assert kept.num_rows == 4
