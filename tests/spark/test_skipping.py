@@ -212,3 +212,42 @@ def test_sql_where_skips_files(spark: Any, table: str, query: str, opened: int) 
         assert canonical(to_arrow(pruned)) == canonical(to_arrow(expected))
     finally:
         spark.catalog.dropTempView("every_file")
+
+
+def test_filter_that_skips_the_files_outside_hive_directories(spark: Any, tmp_path: Path) -> None:
+    """A table whose partition values come from the log (one file lies outside its hive
+    directory): a filter that skips that file leaves files the paths could describe; the
+    filtered rows still carry the log's partition values."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "t"
+    ids = list(range(10))
+    rows = pa.table({"id": ids, "p": [i % 2 for i in ids]})
+    deltalake.write_deltalake(str(root), rows, partition_by=["p"])
+    pq.write_table(pa.table({"id": [100, 101]}), root / "loose.parquet")
+    add = {
+        "path": "loose.parquet",
+        "partitionValues": {"p": "1"},
+        "size": (root / "loose.parquet").stat().st_size,
+        "modificationTime": 0,
+        "dataChange": True,
+        "stats": json.dumps(
+            {
+                "numRecords": 2,
+                "minValues": {"id": 100},
+                "maxValues": {"id": 101},
+                "nullCount": {"id": 0},
+            }
+        ),
+    }
+    (root / "_delta_log" / f"{1:020d}.json").write_text(json.dumps({"add": add}) + "\n")
+    df = DeltaTable.forPath(spark, str(root)).toDF()
+    low = df.filter("id < 50")
+    assert sorted((r.id, r.p) for r in low.collect()) == [(i, i % 2) for i in ids]
+    assert sorted((r.id, r.p) for r in df.filter("id >= 100").collect()) == [(100, 1), (101, 1)]
+    assert sorted((r.id, r.p) for r in low.where(low["p"] == 1).collect()) == [
+        (i, 1) for i in ids if i % 2
+    ]
