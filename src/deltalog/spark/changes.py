@@ -104,10 +104,10 @@ def changes_to_df(spark: Any, plan: ChangePlan, store: LogStore) -> Any:
     if mode == "id":
         spark.conf.set(FIELD_ID_READ, "true")
     is_cdc = plan.files["is_cdc"]
-    data = plan.files.filter(pc.invert(is_cdc))
+    data, cdc = plan.files.filter(pc.invert(is_cdc)), plan.files.filter(is_cdc)
     bulk, joined = _bulk_groups(plan, data)
     parts = [_bulk_scan(spark, plan, group, store) for group in bulk]
-    joined_and_cdc = pa.concat_tables([joined, plan.files.filter(is_cdc)])
+    joined_and_cdc = pa.concat_tables([joined, cdc])
     specs = _specs(spark, plan, joined_and_cdc, mode) if joined_and_cdc.num_rows else None
     data_paths = _distinct(joined["path"])
     if data_paths:
@@ -116,7 +116,7 @@ def changes_to_df(spark: Any, plan: ChangePlan, store: LogStore) -> Any:
         assert specs is not None
         df = _select_rows(spark, plan, joined, df.join(specs, on=FILE, how="inner"))
         parts.append(df.drop(FILE))
-    cdc_paths = _distinct(plan.files.filter(is_cdc)["path"])
+    cdc_paths = _distinct(cdc["path"])
     if cdc_paths:
         change_fields = (*physical.fields, StructField(CHANGE_TYPE, PrimitiveType("string"), True))
         df = _scan(spark, StructType(change_fields), cdc_paths, plan, store, row_index=False)
@@ -142,15 +142,21 @@ def _scan(
     store: LogStore,
     *,
     row_index: bool,
+    joined: bool = True,
+    base_path: str | None = None,
 ) -> Any:
-    """Spark's parquet reader over ``paths`` with each row's file (:data:`FILE`) and, when a
-    deletion vector selects rows, its index (:data:`ROW`: generating it costs every file)."""
+    """Spark's parquet reader over ``paths``, coalesced to the tasks their bytes need; for a
+    scan ``joined`` to the plan, with each row's file (:data:`FILE`) and, when a deletion
+    vector selects rows, its index (:data:`ROW`: generating it costs every file). Partition
+    columns come from the directories under ``base_path`` when given."""
     root = plan.snapshot.table_root
-    df = read_files_or_raise(spark, to_spark_schema(physical), paths, root, store)
-    columns = [df["_metadata.file_path"].alias(FILE)]
-    if row_index:
-        columns.append(df["_metadata.row_index"].alias(ROW))
-    df = df.select("*", *columns)
+    schema = to_spark_schema(physical)
+    df = read_files_or_raise(spark, schema, paths, root, store, base_path=base_path)
+    if joined:
+        columns = [df["_metadata.file_path"].alias(FILE)]
+        if row_index:
+            columns.append(df["_metadata.row_index"].alias(ROW))
+        df = df.select("*", *columns)
     tasks = scan_tasks(spark, _bytes(plan, paths))
     return df if tasks is None else df.coalesce(tasks)
 
@@ -172,6 +178,7 @@ def _bulk_groups(plan: ChangePlan, data: pa.Table) -> tuple[list[pa.Table], pa.T
     joined, as do the small reads of a busy range (one scan for all of them is cheaper than a
     scan each). At most :data:`MAX_BULK_GROUPS`, the largest.
     """
+    snapshot = plan.snapshot
     whole = data.filter(pc.equal(data["mode"], ALL_ROWS))
     if whole.num_rows == 0:
         return [], data
@@ -187,7 +194,6 @@ def _bulk_groups(plan: ChangePlan, data: pa.Table) -> tuple[list[pa.Table], pa.T
             pc.equal(whole["change_type"], key["change_type"]),
         )
         group = whole.filter(in_group)
-        snapshot = plan.snapshot
         if snapshot.partition_columns and not partitions_from_paths(
             snapshot, group, group["path"].combine_chunks()
         ):
@@ -206,15 +212,11 @@ def _bulk_scan(spark: Any, plan: ChangePlan, group: pa.Table, store: LogStore) -
     snapshot = plan.snapshot
     mode = snapshot.column_mapping_mode
     fields = StructType(tuple(physical_field(f, mode) for f in snapshot.schema.fields))
-    root = snapshot.table_root
+    base_path = snapshot.table_root if snapshot.partition_columns else None
     paths = _distinct(group["path"])
-    base_path = root if snapshot.partition_columns else None
-    df = read_files_or_raise(
-        spark, to_spark_schema(fields), paths, root, store, base_path=base_path
+    df = _scan(
+        spark, fields, paths, plan, store, row_index=False, joined=False, base_path=base_path
     )
-    tasks = scan_tasks(spark, _bytes(plan, paths))
-    if tasks is not None:
-        df = df.coalesce(tasks)
     first = group.slice(0, 1).to_pylist()[0]
     micros = int(first["timestamp"]) * 1000
     return df.select(

@@ -90,12 +90,12 @@ def _lists_exactly(spark: Any, df: Any, paths: pa.Array) -> bool:
     """Whether the file index of ``df`` (a read of directories) holds exactly ``paths``,
     compared in the JVM: the expected names cross py4j as one string, nothing comes back but
     the answer (4,000 names sent back cost ~50 ms to decode)."""
-    from deltalog.spark.scan import _joined
+    from deltalog.spark.scan import newline_joined
 
     # The index names files ``file:///p``; Spark's URI of a local path is ``file:/p``.
     uris = spark_file_uris(paths)
     names = pc.binary_join_element_wise("file://", pc.utf8_slice_codeunits(uris, 5), "")
-    joined = _joined(names)
+    joined = newline_joined(names)
     if joined is None:
         return False
     jvm = spark.sparkContext._jvm

@@ -208,7 +208,7 @@ def read_parquet_files(
     read = reader(spark).schema(schema)
     if base_path is not None:
         read = read.option("basePath", base_path)
-    joined = _joined(paths)
+    joined = newline_joined(paths)
     if is_connect(spark) or joined is None:
         listed = paths.to_pylist() if isinstance(paths, pa.Array) else list(paths)
         return read.parquet(*listed)
@@ -219,7 +219,7 @@ def read_parquet_files(
     return DataFrame(read._jreader.parquet(seq), spark)
 
 
-def _joined(paths: Sequence[str] | pa.Array) -> str | None:
+def newline_joined(paths: Sequence[str] | pa.Array) -> str | None:
     """The paths joined by newlines (``None`` when a path has a line break)."""
     if not isinstance(paths, pa.Array):
         paths = pa.array(list(paths), pa.string())
