@@ -178,6 +178,39 @@ def test_deletion_vector_dml_rewrites_no_data_file(spark: Any, delta: str, tmp_p
     assert metrics["numAddedFiles"] == "0" and metrics["numRemovedFiles"] == "0"
 
 
+def test_deletion_vector_merge_writes_updates_and_inserts_from_the_source(
+    spark: Any, delta: str, tmp_path: Path
+) -> None:
+    """The one join of the source with its matched pairs: a source row matching two target
+    rows updates both, a pair the clause's condition rejects is left alone and not inserted,
+    an unmatched row is inserted only where its clause's condition holds."""
+    rows = [(1, "a", 10), (1, "b", 11), (2, "a", 20), (3, "b", 30)]
+    path = _write(spark, tmp_path / "t", rows, **{"delta.enableDeletionVectors": "true"})
+    source = spark.createDataFrame(
+        [(1, "s", 100), (2, "s", -1), (5, "s", 50), (6, "s", 500)], "id long, p string, v long"
+    )
+    result = (
+        DeltaTable.forPath(spark, path)
+        .alias("t")
+        .merge(source.alias("s"), "t.id = s.id")
+        .whenMatchedUpdateAll("s.v > 0")
+        .whenNotMatchedInsertAll("s.v < 100")
+        .execute()
+        .collect()[0]
+        .asDict()
+    )
+    expected = [(1, "s", 100), (1, "s", 100), (2, "a", 20), (3, "b", 30), (5, "s", 50)]
+    assert _rows(spark, path) == expected
+    assert result == {
+        "num_affected_rows": 3,
+        "num_updated_rows": 2,
+        "num_deleted_rows": 0,
+        "num_inserted_rows": 1,
+    }
+    arrow = pa.table({k: [r[i] for r in expected] for i, k in enumerate(["id", "p", "v"])})
+    assert canonical(oracle_rows(path)) == canonical(arrow)
+
+
 def test_delete_of_whole_partitions_reads_no_file(spark: Any, delta: str, tmp_path: Path) -> None:
     path = _write(spark, tmp_path / "t", [(i, "abc"[i % 3], i) for i in range(9)], by="p")
     for f in _parquet_files(path):

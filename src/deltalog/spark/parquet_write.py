@@ -17,9 +17,7 @@ under physical names through the DataFrame API); otherwise the Python writer in
 
 from __future__ import annotations
 
-import contextlib
 import uuid
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
 
@@ -31,7 +29,12 @@ from deltalog.commands.write_into_delta import WritePlan
 from deltalog.partition_values import parse_partition_value
 from deltalog.schema import PrimitiveType, StructField, StructType
 from deltalog.spark.schema import to_spark_schema
-from deltalog.spark.session import RAW_LOCAL_FS_OPTIONS, conf_get, session_time_zone
+from deltalog.spark.session import (
+    RAW_LOCAL_FS_OPTIONS,
+    conf_get,
+    session_conf,
+    session_time_zone,
+)
 from deltalog.spark.storage import jvm_reads
 from deltalog.storage import is_remote, store_for
 from deltalog.storage.base import LogStore
@@ -66,7 +69,7 @@ def write_files(
     store = store_for(layout.table_root)
     staging = f"{layout.table_root}/{STAGING_PREFIX}{uuid.uuid4().hex}"
     try:
-        with _timestamps_as_micros(spark):
+        with session_conf(spark, _TIMESTAMP_TYPE, "TIMESTAMP_MICROS"):
             _writer(_aligned(df, layout.schema), plan).parquet(staging)
         files = _move_into_table(store, staging, layout.table_root)
     finally:
@@ -119,16 +122,6 @@ def _writer(df: Any, plan: WritePlan) -> Any:
     if layout.max_records_per_file:
         writer = writer.option("maxRecordsPerFile", str(layout.max_records_per_file))
     return writer
-
-
-@contextlib.contextmanager
-def _timestamps_as_micros(spark: Any) -> Iterator[None]:
-    before = conf_get(spark, _TIMESTAMP_TYPE, "INT96")
-    spark.conf.set(_TIMESTAMP_TYPE, "TIMESTAMP_MICROS")
-    try:
-        yield
-    finally:
-        spark.conf.set(_TIMESTAMP_TYPE, before)
 
 
 def _move_into_table(store: LogStore, staging: str, root: str) -> list[str]:

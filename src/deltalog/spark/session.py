@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +68,24 @@ def conf_get(spark: Any, key: str, default: str) -> str:
     except Exception:  # Connect raises for unknown keys on some versions
         return default
     return default if value is None else str(value)
+
+
+@contextlib.contextmanager
+def session_conf(spark: Any, key: str, value: str) -> Iterator[None]:
+    """The session's ``key`` set to ``value`` for the block, then restored (unset if it was
+    not set)."""
+    try:
+        before = spark.conf.get(key, None)
+    except Exception:  # Connect raises for unknown keys on some versions
+        before = None
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
 
 
 def checkpoint_options(spark: Any) -> CheckpointOptions | None:
