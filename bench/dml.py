@@ -17,8 +17,10 @@ copy-on-write run). Each figure is the median of 3 runs, the engines interleaved
 each command once untimed first (JIT, Python workers). Goal: ratio <= 1.0 for each command.
 
 ``--quick``: 400k rows, 20k source rows, one run each; ``--only merge,update``: some commands.
-The last column divides copy-on-write by the floor: plain Spark reading every target file and
-writing its rows again as parquet, in the same run. Run by hand: ``./dev bench dml``.
+The floors are plain Spark doing each command's data work with no Delta work, with the options
+deltalog's own files get (see ``floors``), in the same run: ``CoW/floor`` and ``DV/floor`` show
+what the Delta work costs on top; ``floor CoW/dl`` and ``floor DV/dl`` what Spark alone costs
+against deltalake's whole command. Run by hand: ``./dev bench dml``.
 """
 
 from __future__ import annotations
@@ -148,18 +150,80 @@ def measure(base: Path, name: str, command: Callable[[str], Any]) -> float:
     return time.perf_counter() - started
 
 
-def spark_rewrite(spark: Any, base: Path, repeat: int) -> float:
-    """Median seconds of plain Spark reading every data file of ``base`` and writing the rows
-    again as parquet: the floor of a copy-on-write command that touches every file."""
+# Plain Spark, no Delta work, with the read and write options deltalog's own files get (the raw
+# local file system: no .crc side files; no _SUCCESS marker): the least Spark needs for each
+# command's data work, so each ratio to it shows what the Delta work costs on top.
+RAW = {
+    "fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+    "fs.file.impl.disable.cache": "true",
+    "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+}
+
+
+def floors(spark: Any, base: Path, source_df: Any, repeat: int) -> dict[str, dict[str, float]]:
+    """Median seconds of plain Spark doing each command's data work over ``base``'s files:
+
+    * ``cow``: read every file and write all its rows again (copy-on-write touches all 16);
+    * ``dv``: deletion vectors. DELETE: read the condition's column and the row index of every
+      file and collect the matching rows' (file, row index). UPDATE: that, then read the
+      matching rows and write them with the new value. MERGE: join the target's key column
+      and row index with the source (broadcast) and collect (file, row index, source row),
+      then write the source's rows.
+    """
+    from pyspark.sql import functions as F
+
     files = [str(f) for f in sorted(base.glob("*.parquet"))]
-    out = WORK / "run" / "floor"
-    times = []
-    for i in range(repeat + 1):
+    out = str(WORK / "run" / "floor")
+    to_arrow = (
+        (lambda df: df.toArrow())
+        if hasattr(source_df, "toArrow")
+        else (lambda df: df._collect_as_arrow())
+    )
+
+    def table() -> Any:
+        return spark.read.options(**RAW).parquet(*files)
+
+    def write(df: Any) -> None:
         shutil.rmtree(out, ignore_errors=True)
+        df.write.options(**RAW).parquet(out)
+
+    def marked(condition: str) -> Any:
+        df = table().select("*", "_metadata.file_path", "_metadata.row_index")
+        return df.where(condition)
+
+    # The source's row ids, fixed once outside the clock (deltalog's MERGE pays for this).
+    keyed = source_df.withColumn("sid", F.monotonically_increasing_id()).localCheckpoint()
+
+    def merge_dv() -> None:
+        target = table().select("id", "_metadata.file_path", "_metadata.row_index")
+        matched = target.join(F.broadcast(keyed.select("id", "sid")), "id")
+        to_arrow(matched.select("file_path", "row_index", "sid"))
+        write(source_df)
+
+    def update_dv() -> None:
+        to_arrow(marked("k % 10 = 1").select("file_path", "row_index"))
+        write(table().where("k % 10 = 1").withColumn("v", F.col("v") + 1))
+
+    rewrite = median_seconds(lambda: write(table()), repeat)
+    dv = {
+        "merge": merge_dv,
+        "delete": lambda: to_arrow(marked("k % 10 = 0").select("file_path", "row_index")),
+        "update": update_dv,
+    }
+    return {
+        "cow": dict.fromkeys(dv, rewrite),
+        "dv": {kind: median_seconds(run, repeat) for kind, run in dv.items()},
+    }
+
+
+def median_seconds(run: Callable[[], Any], repeat: int) -> float:
+    """Median of ``repeat`` timed runs after one untimed (warming) run."""
+    run()
+    times = []
+    for _ in range(repeat):
         started = time.perf_counter()
-        spark.read.parquet(*files).write.parquet(str(out))
-        if i:  # the first run warms up
-            times.append(time.perf_counter() - started)
+        run()
+        times.append(time.perf_counter() - started)
     return statistics.median(times)
 
 
@@ -182,9 +246,10 @@ def main() -> None:
     print(f"target {rows:,} rows in {FILES} files; MERGE source {source_n:,} rows (half matching)")
     print(
         f"{'command':<8} {'deltalog CoW':>13} {'deltalog DV':>12} {'deltalake':>10} "
-        f"{'CoW/dl':>7} {'DV/dl':>6} {'CoW/floor':>9}"
+        f"{'CoW/dl':>7} {'DV/dl':>6} {'CoW/floor':>9} {'DV/floor':>8} "
+        f"{'floor CoW/dl':>12} {'floor DV/dl':>11}"
     )
-    floor = spark_rewrite(spark, cow, repeat)
+    floor = floors(spark, cow, source_df, repeat)
     for kind in args.only.split(","):
         ours = deltalog_command(spark, kind, source_df)
         theirs = deltalake_command(kind, source)
@@ -195,14 +260,18 @@ def main() -> None:
             times["dl"].append(measure(cow, "dl", theirs))
             times["dv"].append(measure(dv, "dv", ours))
         m = {k: statistics.median(v) for k, v in times.items()}
+        fc, fd = floor["cow"][kind], floor["dv"][kind]
         print(
             f"{kind:<8} {m['cow']:>12.2f}s {m['dv']:>11.2f}s {m['dl']:>9.2f}s "
-            f"{m['cow'] / m['dl']:>7.2f} {m['dv'] / m['dl']:>6.2f} {m['cow'] / floor:>9.2f}",
+            f"{m['cow'] / m['dl']:>7.2f} {m['dv'] / m['dl']:>6.2f} {m['cow'] / fc:>9.2f} "
+            f"{m['dv'] / fd:>8.2f} {fc / m['dl']:>12.2f} {fd / m['dl']:>11.2f}",
             flush=True,
         )
+    dv_floors = ", ".join(f"{k} {v:.2f}s" for k, v in floor["dv"].items())
     print(
-        f"floor: Spark's own parquet read + rewrite of every target file (what copy-on-write "
-        f"costs Spark before any Delta work; all 16 files are touched): {floor:.2f}s"
+        f"floors (plain Spark doing each command's data work, no Delta work; see floors()): "
+        f"copy-on-write rewrite of all {FILES} files {floor['cow']['merge']:.2f}s; "
+        f"deletion vectors {dv_floors}"
     )
     shutil.rmtree(WORK / "run", ignore_errors=True)
     spark.stop()
