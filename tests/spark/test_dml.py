@@ -184,6 +184,18 @@ def test_deletion_vector_merge_writes_updates_and_inserts_from_the_source(
     """The one join of the source with its matched pairs: a source row matching two target
     rows updates both, a pair the clause's condition rejects is left alone and not inserted,
     an unmatched row is inserted only where its clause's condition holds."""
+    _merge_from_the_source(spark, tmp_path)
+
+
+@pytest.mark.connect
+def test_deletion_vector_merge_from_the_source_over_connect(
+    connect_spark: Any, tmp_path: Path
+) -> None:
+    deltalog.register(connect_spark)
+    _merge_from_the_source(connect_spark, tmp_path)
+
+
+def _merge_from_the_source(spark: Any, tmp_path: Path) -> None:
     rows = [(1, "a", 10), (1, "b", 11), (2, "a", 20), (3, "b", 30)]
     path = _write(spark, tmp_path / "t", rows, **{"delta.enableDeletionVectors": "true"})
     source = spark.createDataFrame(

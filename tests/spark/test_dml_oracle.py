@@ -270,9 +270,10 @@ def run_history(
     # Partitioned + change data + deletion vectors runs over Connect and local-cluster
     # (test_read_tiers), so the classic session takes the other layouts: copy-on-write with
     # partitions, and deletion vectors without (the plain layout is their common part; the
-    # pure-core oracle test, tests/unit/test_dml_arrow.py, runs it too).
-    [(12, True, True, False), (14, False, True, True)],
-    ids=["partitioned-cdf", "cdf-dv"],
+    # pure-core oracle test, tests/unit/test_dml_arrow.py, runs it too). Deletion vectors
+    # without the change feed take MERGE's own write path (updates and inserts from the source).
+    [(12, True, True, False), (14, False, True, True), (16, False, False, True)],
+    ids=["partitioned-cdf", "cdf-dv", "dv"],
 )
 def test_random_history_matches_deltalake(
     spark: Any, tmp_path: Path, seed: int, partitioned: bool, cdf: bool, dv: bool
