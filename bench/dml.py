@@ -16,7 +16,8 @@ Two layouts for deltalog: copy-on-write (what deltalake does) and deletion vecto
 copy-on-write run). Each figure is the median of 3 runs, the engines interleaved; Spark runs
 each command once untimed first (JIT, Python workers). Goal: ratio <= 1.0 for each command.
 
-``--quick``: 400k rows, 20k source rows, one run each; ``--only merge,update``: some commands.
+``--quick``: 400k rows, 20k source rows, one run each; ``--only merge,update``: some commands;
+``--scale 4``: target and source four times larger (the same 16 files).
 The floors are plain Spark doing each command's data work with no Delta work, with the options
 deltalog's own files get (see ``floors``), in the same run: ``CoW/floor`` and ``DV/floor`` show
 what the Delta work costs on top; ``floor CoW/dl`` and ``floor DV/dl`` what Spark alone costs
@@ -233,8 +234,12 @@ def main() -> None:
     parser.add_argument(
         "--only", default="merge,delete,update", help="commands to run, comma-separated"
     )
+    parser.add_argument(
+        "--scale", type=int, default=1, help="target and source this many times larger"
+    )
     args = parser.parse_args()
     rows, source_n, repeat = (400_000, 20_000, 1) if args.quick else (4_000_000, 200_000, 3)
+    rows, source_n = rows * args.scale, source_n * args.scale
     import deltalog
 
     spark = session()

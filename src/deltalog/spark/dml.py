@@ -44,11 +44,11 @@ from deltalog.commands.dml import (
 )
 from deltalog.commands.write_into_delta import dml_plan
 from deltalog.predicate import Predicate, parse_predicate
-from deltalog.spark.scan import FILE, ROW, file_keys, scan_dataframe
+from deltalog.spark.file_codes import row_indexes
+from deltalog.spark.scan import FILE, file_keys, scan_dataframe
 from deltalog.spark.session import to_arrow
 from deltalog.spark.write import write_change_rows, write_rows
 from deltalog.txn import operations
-from deltalog.write.deletion_vectors import sorted_unique
 
 if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
@@ -167,7 +167,7 @@ def find_touched(
         matches = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True).where(hit)
     keys = file_keys(snapshot, files)
     if with_rows:
-        by_file = row_indexes_by_file(matches)
+        by_file = row_indexes(matches, keys)
         count = sum(len(r) for r in by_file.values())
         touched_keys = set(by_file)
     else:
@@ -182,47 +182,6 @@ def find_touched(
         count,
         by_file,
     )
-
-
-def collect_by_file(df: Any, columns: list[str]) -> pa.Table:
-    """``df``'s :data:`FILE` and ``columns`` on the driver, one Arrow row per input row.
-
-    Rows are gathered per file in the executors (a list of structs per file), so each file's
-    path crosses to the driver once instead of once per row.
-    """
-    from pyspark.sql import functions as F
-
-    grouped = to_arrow(
-        df.groupBy(FILE).agg(F.collect_list(F.struct(*[df[c] for c in columns])).alias("rows"))
-    )
-    lists = grouped.column("rows").combine_chunks()
-    parents = pc.list_parent_indices(lists)
-    items = pc.list_flatten(lists)
-    out = {FILE: pc.take(grouped.column(FILE), parents)}
-    for name in columns:
-        out[name] = items.field(name)
-    return pa.table(out)
-
-
-def row_indexes_by_file(df: Any) -> dict[str, np.ndarray]:
-    """``df``'s :data:`ROW` values per :data:`FILE`, each sorted and unique (``uint64``).
-
-    Gathered per file in the executors, so each path crosses to the driver once and the
-    driver only sorts each file's indexes (no sort of the whole set by path).
-    """
-    from pyspark.sql import functions as F
-
-    grouped = to_arrow(df.groupBy(FILE).agg(F.collect_list(df[ROW]).alias("rows")))
-    lists = grouped.column("rows").combine_chunks()
-    values = pc.list_flatten(lists).to_numpy().astype(np.uint64)
-    offsets = lists.offsets.to_numpy()
-    offsets = offsets - offsets[0]  # list_flatten starts at the array's first list
-    keys = grouped.column(FILE).to_pylist()
-    return {
-        key: sorted_unique(values[offsets[i] : offsets[i + 1]])
-        for i, key in enumerate(keys)
-        if offsets[i + 1] > offsets[i]
-    }
 
 
 def mark_rows_deleted(txn: Transaction, touched: Touched, changes: FileChanges) -> None:

@@ -58,7 +58,6 @@ from deltalog.spark.dml import (
     NEW,
     Touched,
     _elapsed_ms,
-    collect_by_file,
     condition_column,
     condition_sql,
     is_true,
@@ -66,8 +65,9 @@ from deltalog.spark.dml import (
     schema_frame,
     start,
 )
+from deltalog.spark.file_codes import ROW_BITS, collect_rows
 from deltalog.spark.scan import FILE, ROW, arrow_to_df, file_keys, scan_dataframe
-from deltalog.spark.session import conf_get, to_arrow
+from deltalog.spark.session import conf_get
 from deltalog.spark.write import write_change_rows, write_rows
 from deltalog.txn import operations
 from deltalog.txn.operations import MergePredicate
@@ -80,7 +80,6 @@ SOURCE_PRESENT, TARGET_PRESENT, ACTION, SOURCE_ID = (
 )
 MATCHED_ACTION = "__deltalog_matched_action"  # a matched source row's clause (phase 2)
 BROADCAST_ROWS = 2_000_000  # sources up to this many rows are sent whole to every task
-DIRECT_ROWS = 1_000_000  # phase 1 collects the pairs of sources up to this size row by row
 COPY = -1  # a matched pair no clause acts on (kept for the multiple-match check)
 AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
 MATCHED, NOT_MATCHED, BY_SOURCE = "matched", "notMatched", "notMatchedBySource"
@@ -229,7 +228,6 @@ class MergeCommand:
     _acted: Any = None  # the persisted acted rows (see _find_touched)
     _images: bool = False  # whether _acted holds their new and old values
     _pairs: pa.Table | None = None  # (source row, clause) of the matched pairs (phase 1)
-    num_source: int = 0
 
     def run(self) -> tuple[int, int, int]:
         began = time.monotonic()
@@ -258,7 +256,6 @@ class MergeCommand:
 
         t0 = time.monotonic()
         source, num_source, release = _materialized(self.builder._source, self.spark)
-        self.num_source = num_source
         try:
             materialize_ms = _elapsed_ms(t0)
             self.source = source.withColumn(SOURCE_PRESENT, _lit(True))
@@ -472,17 +469,11 @@ class MergeCommand:
         acted = acted.select(*columns)
         if self._images:  # the write reads the acted rows' values back
             acted = self._acted = acted.persist()
-        if self._images or by_source or self.num_source > DIRECT_ROWS:
-            rows = collect_by_file(acted, [ROW, ACTION, SOURCE_ID])
-        else:
-            # Only matched pairs, about as many as source rows: collected as they are, with
-            # their file's path on every row; grouping by file first costs another stage
-            # (measured: 0.1-0.2 s of a 0.7 s job on 100k pairs).
-            rows = to_arrow(acted)
+        keys = file_keys(self.snapshot, files)
+        rows = collect_rows(acted, keys, [ROW, ACTION, SOURCE_ID])
         self._pairs = rows.select([SOURCE_ID, ACTION]).filter(pc.is_valid(rows.column(SOURCE_ID)))
         self._check_multiple_matches(rows)
         rows = _first_per_row(rows)
-        keys = file_keys(self.snapshot, files)
         hit = set(rows.column(FILE).to_pylist())
         mask = pa.array([k in hit for k in keys], pa.bool_())
         touched = Touched(files.filter(mask), [k for k in keys if k in hit], 0, None)
@@ -895,7 +886,7 @@ def _row_keys(rows: pa.Table) -> np.ndarray:
     files = rows.column(FILE).combine_chunks().dictionary_encode().indices
     numbers = files.to_numpy(zero_copy_only=False).astype(np.int64)
     indexes = rows.column(ROW).to_numpy().astype(np.int64)
-    return (numbers << 40) | indexes  # row indexes of a parquet file stay below 2**40
+    return (numbers << ROW_BITS) | indexes
 
 
 def _has_repeats(keys: np.ndarray) -> bool:
