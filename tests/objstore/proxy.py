@@ -122,6 +122,10 @@ class FaultProxy:
             if action == "lose":
                 self._reply(h, 503, _SLOW_DOWN)
                 return
+            # Recorded before the reply is sent: a client that has its answer may look at
+            # ``served`` at once, before this thread would get to it after the write.
+            with self._lock:
+                self.served.append((h.command, h.path, len(data)))
             h.send_response(resp.status)
             for k, v in resp.getheaders():
                 if k.lower() not in _HOP and k.lower() != "content-length":
@@ -131,8 +135,6 @@ class FaultProxy:
             h.end_headers()
             if h.command != "HEAD":
                 h.wfile.write(data)
-            with self._lock:
-                self.served.append((h.command, h.path, len(data)))
         finally:
             conn.close()
 
