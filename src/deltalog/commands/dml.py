@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.actions import (
@@ -203,17 +204,36 @@ def mark_deleted(
     return DeletionVectorUpdate(remove, add, "updated" if old_dv else "added", len(new_rows))
 
 
+ROW_BITS = 40  # row indexes of a parquet file stay below 2**40
+
+
 def group_row_indexes(keys: pa.Array, rows: pa.Array) -> dict[str, np.ndarray]:
     """(file key, row index) pairs grouped by file key, each as sorted unique ``uint64``."""
     if len(keys) == 0:
         return {}
-    table = pa.table({"k": keys, "r": rows.cast(pa.int64())}).sort_by([("k", "ascending")])
-    k = table.column("k").to_numpy(zero_copy_only=False)
-    r = table.column("r").to_numpy()
-    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-    ends = np.r_[starts[1:], len(k)]
+    encoded = pc.dictionary_encode(keys)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    numbers = encoded.indices.to_numpy(zero_copy_only=False)
+    names = [str(k) for k in encoded.dictionary.to_pylist()]
+    return row_indexes_by_number(numbers, rows.to_numpy(zero_copy_only=False), names)
+
+
+def row_indexes_by_number(
+    numbers: np.ndarray, rows: np.ndarray, keys: list[str]
+) -> dict[str, np.ndarray]:
+    """Row indexes grouped by file, the file of each given as its position in ``keys``; each
+    group sorted and unique (``uint64``). One integer sort of (file << 40 | row): no sort of
+    strings."""
+    if len(rows) == 0:
+        return {}
+    combined = sorted_unique((numbers.astype(np.int64) << ROW_BITS) | rows.astype(np.int64))
+    files = combined >> ROW_BITS
+    starts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]])
+    ends = np.r_[starts[1:], len(files)]
+    mask = np.int64((1 << ROW_BITS) - 1)
     return {
-        str(k[s]): sorted_unique(r[s:e].astype(np.uint64))
+        keys[int(files[s])]: (combined[s:e] & mask).astype(np.uint64)
         for s, e in zip(starts, ends, strict=True)
     }
 

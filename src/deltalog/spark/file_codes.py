@@ -22,12 +22,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.commands.dml import row_indexes_by_number
 from deltalog.spark.scan import FILE, ROW
 from deltalog.spark.session import to_arrow
 from deltalog.write.deletion_vectors import sorted_unique
 
 CODE = "__deltalog_file_code"
-ROW_BITS = 40  # row indexes of a parquet file stay below 2**40
 
 
 def codes(keys: list[str]) -> pa.Array | None:
@@ -56,19 +56,9 @@ def row_indexes(df: Any, keys: list[str]) -> dict[str, np.ndarray]:
     if indexes is None:
         return _grouped_row_indexes(df)
     numbers, table = indexes
-    if table.num_rows == 0:
-        return {}
-    files = numbers.to_numpy(zero_copy_only=False).astype(np.int64)
-    rows = table.column(ROW).to_numpy().astype(np.int64)
-    combined = sorted_unique((files << ROW_BITS) | rows)  # by file, then row
-    files = combined >> ROW_BITS
-    starts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]])
-    ends = np.r_[starts[1:], len(files)]
-    mask = np.int64((1 << ROW_BITS) - 1)
-    return {
-        keys[int(files[s])]: (combined[s:e] & mask).astype(np.uint64)
-        for s, e in zip(starts, ends, strict=True)
-    }
+    return row_indexes_by_number(
+        numbers.to_numpy(zero_copy_only=False), table.column(ROW).to_numpy(), keys
+    )
 
 
 def _file_indexes(df: Any, keys: list[str], columns: list[str]) -> tuple[pa.Array, pa.Table] | None:

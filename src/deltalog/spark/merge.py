@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 from deltalog import errors
 from deltalog.commands.dml import (
     CHANGE_TYPE,
+    ROW_BITS,
     DmlSettings,
     FileChanges,
     live_records,
@@ -65,7 +66,7 @@ from deltalog.spark.dml import (
     schema_frame,
     start,
 )
-from deltalog.spark.file_codes import ROW_BITS, collect_rows
+from deltalog.spark.file_codes import collect_rows
 from deltalog.spark.scan import FILE, ROW, arrow_to_df, file_keys, scan_dataframe
 from deltalog.spark.session import conf_get
 from deltalog.spark.write import write_change_rows, write_rows
