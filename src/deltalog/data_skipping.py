@@ -138,7 +138,12 @@ class _Context:
             return pc.and_(hit, pc.is_valid(values))
         if scalars[0] is None:
             return self._none  # a comparison with NULL is never true
-        return pc.fill_null(COMPARE[p.op](values, scalars[0]), False)
+        mask = pc.fill_null(COMPARE[p.op](values, scalars[0]), False)
+        if _type_name(field) in _FLOATING:
+            # Spark orders NaN above every number and equal to itself; IEEE comparisons say
+            # false. Keeping NaN partitions is safe: the exact decision is Spark's.
+            mask = pc.or_(mask, pc.fill_null(pc.is_nan(values), False))
+        return mask
 
     def _partition_values(self, field: StructField) -> pa.Array:
         cached = self._partition_cache.get(field.name)

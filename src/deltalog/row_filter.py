@@ -9,14 +9,35 @@ raises, so a condition is never guessed. Spark writers evaluate the original SQL
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.data_skipping import COMPARE
-from deltalog.predicate import And, Comparison, In, IsNull, Literal, Not, Opaque, Or, Predicate
+from deltalog.partition_values import typed_partition_values
+from deltalog.predicate import (
+    And,
+    Comparison,
+    In,
+    IsNull,
+    Literal,
+    Not,
+    Opaque,
+    Or,
+    Predicate,
+    columns,
+    has_opaque,
+)
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+
+PartitionMatcher = Callable[[pa.Table], pa.Array]
+"""An engine's exact decision on a partition-only condition: given the typed partition values
+of some files (:func:`typed_partitions`), whether the condition is TRUE for each file's rows."""
 
 
 def evaluate(predicate: Predicate, rows: pa.Table, *, table: str = "") -> pa.BooleanArray:
@@ -40,6 +61,54 @@ def is_true(mask: pa.BooleanArray) -> pa.BooleanArray:
     return pc.fill_null(mask, False)
 
 
+def is_partition_only(snapshot: Snapshot, predicate: Predicate | None) -> bool:
+    """Whether ``predicate`` names only partition columns (and nothing opaque), so that its
+    value is the same for every row of a file."""
+    if predicate is None or has_opaque(predicate):
+        return False
+    names = {c.lower() for c in snapshot.partition_columns}
+    used = {c.lower() for c in columns(predicate)}
+    return bool(names) and used <= names
+
+
+def typed_partitions(snapshot: Snapshot, files: pa.Table) -> pa.Table:
+    """The partition values of ``files`` (rows of ``all_files_arrow()``) typed by the table's
+    schema, one column per partition column (logical names), one row per file."""
+    raw = [dict(pv or []) for pv in files.column("partitionValues").to_pylist()]
+    typed = typed_partition_values(
+        snapshot.schema,
+        snapshot.partition_columns,
+        raw,
+        column_mapping=snapshot.column_mapping_mode != "none",
+        table_root=snapshot.table_root,
+    )
+    return pa.table(typed) if typed else pa.table({"_": pa.nulls(files.num_rows)})
+
+
+def partition_matches(
+    snapshot: Snapshot,
+    files: pa.Table,
+    predicate: Predicate,
+    matcher: PartitionMatcher | None = None,
+) -> pa.Array:
+    """For each file, whether a partition-only ``predicate`` is TRUE for its rows (NULL and
+    FALSE both keep the rows, as ``DELETE`` keeps rows whose condition is not true).
+
+    This decides removals, so it is exact or it fails: ``matcher`` is the engine's own
+    evaluation (Spark's, in the Spark layer); without one the predicate is evaluated here.
+
+    Raises:
+        UnsupportedFeatureError: a literal this evaluator cannot compare with its column
+            exactly (no file is guessed to match).
+    """
+    if files.num_rows == 0 or not snapshot.partition_columns:
+        return pa.array([False] * files.num_rows, pa.bool_())
+    typed = typed_partitions(snapshot, files)
+    if matcher is not None:
+        return matcher(typed)
+    return is_true(evaluate(predicate, typed, table=snapshot.table_root))
+
+
 def _eval(p: Predicate, rows: pa.Table, table: str) -> Any:
     if isinstance(p, And):
         return pc.and_kleene(_eval(p.left, rows, table), _eval(p.right, rows, table))
@@ -54,14 +123,16 @@ def _eval(p: Predicate, rows: pa.Table, table: str) -> Any:
         column = _column(rows, p.column, table)
         if p.literal.kind == "null":
             return pa.nulls(rows.num_rows, pa.bool_())
-        return COMPARE[p.op](column, _scalar(p.literal, column.type))
+        return COMPARE[p.op](column, _scalar(p.literal, column.type, table))
     if isinstance(p, In):
         column = _column(rows, p.column, table)
         values = [v for v in p.values if v.kind != "null"]
         has_null = len(values) != len(p.values)
         found = pc.is_in(
             column,
-            value_set=pa.array([_scalar(v, column.type).as_py() for v in values], column.type),
+            value_set=pa.array(
+                [_scalar(v, column.type, table).as_py() for v in values], column.type
+            ),
         )
         # SQL: x IN (..., NULL) is true when found, else unknown; a null x is unknown.
         found = pc.if_else(pc.is_null(column), pa.scalar(None, pa.bool_()), found)
@@ -93,7 +164,7 @@ def _column(rows: pa.Table, name: str, table: str) -> pa.ChunkedArray:
     )
 
 
-def _scalar(lit: Literal, target: pa.DataType) -> pa.Scalar:
+def _scalar(lit: Literal, target: pa.DataType, table: str) -> pa.Scalar:
     value = lit.value
     naive = isinstance(value, dt.datetime) and value.tzinfo is None
     if pa.types.is_timestamp(target) and target.tz is not None and naive:
@@ -103,4 +174,18 @@ def _scalar(lit: Literal, target: pa.DataType) -> pa.Scalar:
     try:
         return pa.scalar(value).cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return pa.scalar(value, target)
+        pass
+    try:
+        scalar = pa.scalar(value, target)
+        why = "" if scalar.as_py() == value else f"it would become {scalar.as_py()!r}"
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as e:
+        why = str(e)
+    if why:  # never compare a changed literal (6.5 taken as 6 would select other rows)
+        raise errors.UnsupportedFeatureError(
+            "DELTA_UNSUPPORTED_PREDICATE",
+            f"the literal {value!r} cannot be compared exactly with a column of type {target} "
+            f"by the Python evaluator ({why}).",
+            table=table or None,
+            help="write the literal in the column's type, or run the command through Spark.",
+        )
+    return scalar

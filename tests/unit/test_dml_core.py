@@ -15,12 +15,11 @@ from deltalog.actions import AddCDCFile, AddFile, RemoveFile
 from deltalog.commands.dml import (
     FileChanges,
     group_row_indexes,
-    is_partition_only,
     mark_deleted,
-    partition_matches,
 )
 from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.predicate import parse_predicate
+from deltalog.row_filter import is_partition_only, partition_matches
 from deltalog.txn import operations
 
 

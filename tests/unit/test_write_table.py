@@ -279,3 +279,33 @@ def test_data_change_false_and_max_records_per_file(tmp_path: Path) -> None:
     with pytest.raises(errors.DeltaWriteError) as e:
         write_table(str(root), wider, mode="append", schema_mode="merge", data_change=False)
     assert e.value.error_class == "DELTA_DATA_CHANGE_FALSE"
+
+
+def test_replace_where_on_a_decimal_partition_removes_only_matching_partitions(
+    tmp_path: Path,
+) -> None:
+    import decimal
+
+    root = tmp_path / "t"
+    amounts = [decimal.Decimal(x) for x in ("-5.50", "0.00", "3.25", "10.00")] + [None]
+    data = pa.table(
+        {
+            "id": pa.array(range(len(amounts)), pa.int64()),
+            "amount": pa.array(amounts, pa.decimal128(10, 2)),
+        }
+    )
+    write_table(str(root), data, partition_by=["amount"])
+    write_table(str(root), data.slice(0, 0), mode="overwrite", predicate="amount > 0")
+    kept = [r for r in data.to_pylist() if r["amount"] is None or not r["amount"] > 0]
+    assert _both(root) == (canonical(pa.Table.from_pylist(kept, schema=data.schema)),) * 2
+
+
+def test_replace_where_the_python_evaluator_cannot_decide_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    data = pa.table({"id": pa.array([5, 6, 7], pa.int64()), "p": pa.array([5, 6, 7], pa.int32())})
+    write_table(str(root), data, partition_by=["p"])
+    with pytest.raises(errors.UnsupportedFeatureError) as e:
+        write_table(str(root), data.slice(0, 0), mode="overwrite", predicate="p > 6.5")
+    assert e.value.error_class == "DELTA_UNSUPPORTED_PREDICATE"
+    assert DeltaLog.for_table(str(root)).update().version == 0
+    assert _both(root) == (canonical(data),) * 2

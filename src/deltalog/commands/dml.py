@@ -33,7 +33,6 @@ from deltalog.actions import (
 from deltalog.change_data_feed import is_cdc_enabled
 from deltalog.commands.write_into_delta import remove_action
 from deltalog.features import is_feature_supported
-from deltalog.predicate import Predicate, columns, has_opaque
 from deltalog.table_properties import TableProperties
 from deltalog.write.deletion_vectors import sorted_unique
 
@@ -68,38 +67,6 @@ class DmlSettings:
             snapshot.protocol, "deletionVectors"
         )
         return cls(deletion_vectors=dv, change_data_feed=is_cdc_enabled(snapshot.metadata))
-
-
-# -- conditions on partition columns -------------------------------------------------------------
-
-
-def is_partition_only(snapshot: Snapshot, predicate: Predicate | None) -> bool:
-    """Whether ``predicate`` names only partition columns (and nothing opaque), so that its
-    value is the same for every row of a file."""
-    if predicate is None or has_opaque(predicate):
-        return False
-    names = {c.lower() for c in snapshot.partition_columns}
-    used = {c.lower() for c in columns(predicate)}
-    return bool(names) and used <= names
-
-
-def partition_matches(snapshot: Snapshot, files: pa.Table, predicate: Predicate) -> pa.Array:
-    """For each file, whether a partition-only ``predicate`` is TRUE for its rows (NULL and
-    FALSE both keep the rows, as ``DELETE`` keeps rows whose condition is not true)."""
-    from deltalog.partition_values import typed_partition_values
-    from deltalog.row_filter import evaluate, is_true
-
-    raw = [dict(pv or []) for pv in files.column("partitionValues").to_pylist()]
-    typed = typed_partition_values(
-        snapshot.schema,
-        snapshot.partition_columns,
-        raw,
-        column_mapping=snapshot.column_mapping_mode != "none",
-        table_root=snapshot.table_root,
-    )
-    if not typed:
-        return pa.array([False] * files.num_rows)
-    return is_true(evaluate(predicate, pa.table(typed), table=snapshot.table_root))
 
 
 # -- file actions --------------------------------------------------------------------------------

@@ -44,11 +44,9 @@ from deltalog.commands.dml import (
     DmlSettings,
     FileChanges,
     as_change_files,
-    is_partition_only,
     live_records,
     mark_deleted,
     now_ms,
-    partition_matches,
     remove_files,
 )
 from deltalog.commands.identity import identity_columns
@@ -57,7 +55,7 @@ from deltalog.data_files import TableLayout, read_parquet, to_logical
 from deltalog.delta_log import DeltaLog
 from deltalog.features import check_write_supported
 from deltalog.predicate import Predicate, PredicateSyntaxError, parse_predicate
-from deltalog.row_filter import evaluate, is_true
+from deltalog.row_filter import evaluate, is_partition_only, is_true, partition_matches
 from deltalog.schema import to_arrow
 from deltalog.txn import operations
 from deltalog.write.file_writer import DataFileWriter

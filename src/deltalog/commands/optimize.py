@@ -33,7 +33,6 @@ import pyarrow as pa
 from deltalog import errors
 from deltalog.actions import Action, AddFile, RemoveFile
 from deltalog.commands.create_table import CLUSTERING_DOMAIN
-from deltalog.commands.dml import partition_matches
 from deltalog.commands.write_into_delta import remove_action
 from deltalog.errors import optimize as optimize_errors
 from deltalog.predicate import (
@@ -44,6 +43,7 @@ from deltalog.predicate import (
     parse_predicate,
     simple_string,
 )
+from deltalog.row_filter import partition_matches
 from deltalog.table_properties import TableProperties
 from deltalog.txn import operations
 

@@ -28,6 +28,7 @@ from deltalog import errors
 from deltalog.actions import Action, AddFile, Metadata, RemoveFile, SetTransaction
 from deltalog.features import check_write_supported
 from deltalog.predicate import Predicate, PredicateSyntaxError, columns, has_opaque, parse_predicate
+from deltalog.row_filter import PartitionMatcher, partition_matches
 from deltalog.schema import StructType, as_nullable, drop_column_mapping_metadata, parse_schema
 from deltalog.table_properties import TableProperties, validate_new_properties
 from deltalog.txn import operations
@@ -195,6 +196,7 @@ def commit_write(
     removes: Sequence[RemoveFile] = (),
     extra_metrics: Mapping[str, int] | None = None,
     identity_marks: Mapping[str, int] | None = None,
+    match_partitions: PartitionMatcher | None = None,
 ) -> int | None:
     """Commit the files a prepared write produced, with what it replaces.
 
@@ -202,9 +204,11 @@ def commit_write(
     written (dynamic partition overwrite), or those matching ``replaceWhere`` (whole files on
     partition columns; on data columns the matching rows are rewritten away, copy-on-write);
     ``removes`` are further removals the caller computed; ``identity_marks`` are the identity
-    columns' new high-water marks, recorded in the schema in the same commit. Returns the
-    version, or ``None`` when nothing was committed (skipped, or an append of no rows to an
-    existing table).
+    columns' new high-water marks, recorded in the schema in the same commit;
+    ``match_partitions`` is the engine's exact evaluation of a partition-only ``replaceWhere``
+    (Spark's, from the Spark layer; without it the Python evaluator decides, or refuses).
+    Returns the version, or ``None`` when nothing was committed (skipped, or an append of no
+    rows to an existing table).
     """
     if plan.skip:
         return None
@@ -221,7 +225,7 @@ def commit_write(
     adds = [a for a in adds if _num_records(a) != 0 or a.stats is None]
     if not options.data_change:
         adds = [replace(a, data_change=False) for a in adds]
-    replaced = list(removes) + _replaced_files(plan, adds)
+    replaced = list(removes) + _replaced_files(plan, adds, match_partitions)
     if not options.data_change:
         replaced = [replace(r, data_change=False) for r in replaced]
     actions: list[Action] = [*replaced, *adds]
@@ -483,7 +487,9 @@ def _data_change_false(table: str) -> errors.DeltaWriteError:
 # -- what a write replaces -----------------------------------------------------------------------
 
 
-def _replaced_files(plan: WritePlan, adds: Sequence[AddFile]) -> list[RemoveFile]:
+def _replaced_files(
+    plan: WritePlan, adds: Sequence[AddFile], matcher: PartitionMatcher | None
+) -> list[RemoveFile]:
     txn, options = plan.txn, plan.options
     if options.normalized_mode != "overwrite" or txn.snapshot is None:
         return []
@@ -501,7 +507,13 @@ def _replaced_files(plan: WritePlan, adds: Sequence[AddFile]) -> list[RemoveFile
         # the caller's rewrite (which passes its own removes).
         if not _partition_only(plan):
             return []
+        # Skipping keeps every file that *may* match (the read set); a removal needs the
+        # exact answer, per file, from the engine's evaluation of the condition.
         files = txn.filter_files(plan.replace_predicate)
+        assert txn.snapshot is not None
+        files = files.filter(
+            partition_matches(txn.snapshot, files, plan.replace_predicate, matcher)
+        )
         return [remove_action(r, now) for r in files.to_pylist()]
     files = txn.filter_files(None)
     txn.read_whole_table()

@@ -35,15 +35,14 @@ from deltalog.commands.dml import (
     CHANGE_TYPE,
     DmlSettings,
     FileChanges,
-    is_partition_only,
     live_records,
     mark_deleted,
     now_ms,
-    partition_matches,
     remove_files,
 )
 from deltalog.commands.write_into_delta import dml_plan
 from deltalog.predicate import Predicate, parse_predicate
+from deltalog.row_filter import is_partition_only, partition_matches
 from deltalog.spark.file_codes import row_indexes
 from deltalog.spark.scan import FILE, file_keys, scan_dataframe
 from deltalog.spark.session import to_arrow

@@ -40,6 +40,7 @@ from deltalog.commands.write_into_delta import (
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import StructType, parse_schema
 from deltalog.spark import parquet_write
+from deltalog.spark.conditions import partition_matcher
 from deltalog.spark.session import checkpoint_options, conf_get, to_arrow
 from deltalog.spark.storage import note_path, register_session
 from deltalog.storage.options import STORAGE_PREFIXES, StorageOptions, registered
@@ -123,7 +124,9 @@ def write_dataframe(
     if plan.skip:
         return None
     adds, marks = write_rows(df, plan)
-    return commit_write(plan, adds, identity_marks=marks)
+    condition = write_options.replace_where
+    matcher = None if condition is None else partition_matcher(spark, condition)
+    return commit_write(plan, adds, identity_marks=marks, match_partitions=matcher)
 
 
 def write_rows(df: Any, plan: WritePlan) -> tuple[list[AddFile], dict[str, int]]:

@@ -1,0 +1,68 @@
+"""Spark decides what a condition selects.
+
+A condition a user gives (``replaceWhere``, a DML condition) means what Spark's analyzer and
+evaluator say it means: implicit casts, ANSI errors, NULL, NaN and -0.0, the session time
+zone, case sensitivity. deltalog's own evaluator may only skip files (keep too many, never too
+few); a file removed whole because of its partition values is decided here, by Spark, over a
+tiny typed DataFrame with one row per distinct partition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from deltalog.row_filter import PartitionMatcher
+from deltalog.spark.scan import arrow_to_df
+from deltalog.spark.session import to_arrow
+
+_ROW = "__deltalog_partition_row"
+
+
+def partition_matcher(spark: Any, condition: Any) -> PartitionMatcher:
+    """A :data:`~deltalog.row_filter.PartitionMatcher` evaluating ``condition`` (SQL text or
+    a Column) with Spark over typed partition values.
+
+    Raises (when called): Spark's own errors for a condition it refuses (``DATATYPE_MISMATCH``,
+    ``CAST_INVALID_INPUT`` under ANSI, an unknown column...), before anything is committed.
+    """
+
+    def match(partitions: pa.Table) -> pa.Array:
+        return partition_mask(spark, partitions, condition)
+
+    return match
+
+
+def partition_mask(spark: Any, partitions: pa.Table, condition: Any) -> pa.Array:
+    """For each row of ``partitions`` (typed partition values, logical names), whether
+    ``condition`` is TRUE for it, as Spark evaluates it. Distinct rows are evaluated once."""
+    from pyspark.sql import functions as F
+
+    if partitions.num_rows == 0:
+        return pa.array([], pa.bool_())
+    distinct, inverse = _distinct_rows(partitions)
+    frame = arrow_to_df(spark, distinct.append_column(_ROW, pa.array(range(distinct.num_rows))))
+    cond = F.expr(condition) if isinstance(condition, str) else condition
+    hits = to_arrow(frame.where(cond).select(_ROW)).column(_ROW).to_pylist()
+    chosen = [False] * distinct.num_rows
+    for i in hits:
+        chosen[i] = True
+    return pa.array([chosen[i] for i in inverse], pa.bool_())
+
+
+def _distinct_rows(table: pa.Table) -> tuple[pa.Table, list[int]]:
+    """The distinct rows of ``table`` and, per row, the index of its distinct row."""
+    keys = list(zip(*(table.column(i).to_pylist() for i in range(table.num_columns)), strict=True))
+    first: dict[tuple[Any, ...], int] = {}
+    inverse = [first.setdefault(_key(k), len(first)) for k in keys]
+    picks = [-1] * len(first)
+    for row, group in enumerate(inverse):
+        if picks[group] < 0:
+            picks[group] = row
+    return table.take(pa.array(picks, pa.int64())), inverse
+
+
+def _key(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    # NaN != NaN in Python: key floats by their repr so equal partitions share a row.
+    return tuple(repr(v) if isinstance(v, float) else v for v in values)
