@@ -93,32 +93,32 @@ __version__ = "0.1.0"
 
 def write_table(path: str, data: Any, **kwargs: Any) -> int | None:
     """Write a pyarrow Table or RecordBatchReader into the Delta table at ``path``; see
-    :func:`deltalog.commands.write_table.write_table` for the arguments."""
-    from deltalog.commands.write_table import write_table as write
+    :func:`deltalog.commands.write.write_table.write_table` for the arguments."""
+    from deltalog.commands.write.write_table import write_table as write
 
     return write(path, data, **kwargs)
 
 
 def delete(path: str, predicate: str | None = None) -> dict[str, int]:
     """Delete the rows where ``predicate`` (SQL) is true, from plain Python (pyarrow); returns
-    the metrics. See :func:`deltalog.commands.dml_arrow.delete`."""
-    from deltalog.commands.dml_arrow import delete as run
+    the metrics. See :func:`deltalog.commands.dml.arrow.delete`."""
+    from deltalog.commands.dml.arrow import delete as run
 
     return run(path, predicate)
 
 
 def update(path: str, predicate: str | None, new_values: Any) -> dict[str, int]:
     """Set ``new_values`` (column -> Python value) where ``predicate`` is true, from plain
-    Python; returns the metrics. See :func:`deltalog.commands.dml_arrow.update`."""
-    from deltalog.commands.dml_arrow import update as run
+    Python; returns the metrics. See :func:`deltalog.commands.dml.arrow.update`."""
+    from deltalog.commands.dml.arrow import update as run
 
     return run(path, predicate, new_values)
 
 
 def merge(path: str, source: Any, on: Any, **clauses: Any) -> dict[str, int]:
     """Upsert a pyarrow Table on equal keys ``on``, from plain Python; returns the metrics. See
-    :func:`deltalog.commands.merge_arrow.merge` for the clauses."""
-    from deltalog.commands.merge_arrow import merge as run
+    :func:`deltalog.commands.dml.merge_arrow.merge` for the clauses."""
+    from deltalog.commands.dml.merge_arrow import merge as run
 
     return run(path, source, on, **clauses)
 
@@ -131,9 +131,9 @@ def vacuum(
     enforce_retention_duration: bool = True,
 ) -> Any:
     """Delete files the table no longer needs (older than the retention, unreferenced); returns
-    a :class:`~deltalog.commands.vacuum.VacuumResult` (``.paths``: deleted, or to delete in a
-    dry run). See :func:`deltalog.commands.vacuum.vacuum`."""
-    from deltalog.commands.vacuum import vacuum as run
+    a :class:`~deltalog.commands.vacuum.gc.VacuumResult` (``.paths``: deleted, or to delete in a
+    dry run). See :func:`deltalog.commands.vacuum.gc.vacuum`."""
+    from deltalog.commands.vacuum.gc import vacuum as run
 
     return run(
         path,
@@ -162,8 +162,8 @@ def optimize(
     **options: Any,
 ) -> dict[str, Any]:
     """Compact small files (or Z-order by ``z_order_by``) from plain Python; returns the
-    metrics. See :func:`deltalog.commands.optimize_arrow.optimize`."""
-    from deltalog.commands.optimize_arrow import optimize as run
+    metrics. See :func:`deltalog.commands.optimize.arrow.optimize`."""
+    from deltalog.commands.optimize.arrow import optimize as run
 
     return run(path, where, target_size, z_order_by, **options)
 

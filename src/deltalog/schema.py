@@ -183,7 +183,8 @@ def simple_string(t: DataType, primitive: Callable[[str], str] | None = None) ->
     """The short type notation (``decimal(10,2)``, ``array<long>``, ``struct<a:integer>``).
 
     Primitive types keep the protocol's names (``long``, ``integer``) unless ``primitive``
-    maps them (Spark's ``simpleString`` uses ``bigint``, ``int``: see ``deltalog.ddl``).
+    maps them (Spark's ``simpleString`` uses ``bigint``, ``int``: see
+    ``deltalog.commands.ddl.show``).
     """
     if isinstance(t, PrimitiveType):
         return t.name if primitive is None else primitive(t.name)

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pytest
 
 from deltalog.actions import DeletionVectorDescriptor
-from deltalog.commands.dml_arrow import delete, update
-from deltalog.commands.vacuum import vacuum
-from deltalog.commands.write_table import write_table
+from deltalog.commands.dml.arrow import delete, update
+from deltalog.commands.vacuum.gc import vacuum
+from deltalog.commands.write.write_table import write_table
 from deltalog.data_files import read_parquet, to_logical
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import DeltaWriteError, InvalidArgumentError

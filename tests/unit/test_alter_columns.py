@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from deltalog import errors
-from deltalog.commands.alter_columns import (
+from deltalog.commands.ddl.alter_columns import (
     ColumnChange,
     can_widen,
     change_column,
@@ -21,9 +21,9 @@ from deltalog.commands.alter_columns import (
     references,
     rename_column,
 )
-from deltalog.commands.optimize import clustering_columns
-from deltalog.commands.protocol_change import set_table_properties
-from deltalog.commands.write_table import write_table
+from deltalog.commands.ddl.protocol_change import set_table_properties
+from deltalog.commands.optimize.plan import clustering_columns
+from deltalog.commands.write.write_table import write_table
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import DecimalType, PrimitiveType
 from tests.conformance.rows import duckdb_rows

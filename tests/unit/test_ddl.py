@@ -6,9 +6,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from deltalog.commands.alter_columns import ColumnChange, change_column, cluster_by
-from deltalog.commands.write_table import write_table
-from deltalog.ddl import quote_if_needed, show_create_table, spark_simple_string, table_properties
+from deltalog.commands.ddl.alter_columns import ColumnChange, change_column, cluster_by
+from deltalog.commands.ddl.show import (
+    quote_if_needed,
+    show_create_table,
+    spark_simple_string,
+    table_properties,
+)
+from deltalog.commands.write.write_table import write_table
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import ArrayType, MapType, PrimitiveType, StructField, StructType
 

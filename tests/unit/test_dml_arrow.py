@@ -480,7 +480,7 @@ def test_merge_needs_every_target_column_and_a_clause(tmp_path: Path) -> None:
 
 
 def test_written_rows_pass_the_table_rules(tmp_path: Path) -> None:
-    from deltalog.commands.create_table import TableSpec, create_table
+    from deltalog.commands.ddl.create_table import TableSpec, create_table
     from deltalog.schema import PrimitiveType, StructField, StructType
 
     path = str(tmp_path / "t")
@@ -574,7 +574,7 @@ def test_what_a_command_read_is_checked_against_concurrent_commits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, partition: str, conflicts: bool
 ) -> None:
     from deltalog import exceptions
-    from deltalog.commands.dml_arrow import DmlJob
+    from deltalog.commands.dml.arrow import DmlJob
 
     path = _table(tmp_path)
     finish = DmlJob.finish

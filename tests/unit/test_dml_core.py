@@ -12,7 +12,7 @@ import pytest
 
 from deltalog import DeltaLog, errors, write_table
 from deltalog.actions import AddCDCFile, AddFile, RemoveFile
-from deltalog.commands.dml import (
+from deltalog.commands.dml.file_changes import (
     FileChanges,
     group_row_indexes,
     mark_deleted,

@@ -15,8 +15,8 @@ import pytest
 
 import deltalog
 from deltalog import DeltaLog
-from deltalog.commands import protocol_change as pc
-from deltalog.commands.drop_feature import (
+from deltalog.commands.ddl import protocol_change as pc
+from deltalog.commands.ddl.drop_feature import (
     BARRIER_CHECKPOINTS,
     PROTECTION_VERSION_KEY,
     drop_feature_support,

@@ -17,14 +17,14 @@ import pytest
 
 import deltalog
 from deltalog import DeltaLog, errors
-from deltalog.commands.optimize import (
+from deltalog.commands.optimize.arrow import write_bins, z_order_keys
+from deltalog.commands.optimize.plan import (
     OptimizeSettings,
     commit,
     commit_metrics,
     plan_optimize,
     remove_actions,
 )
-from deltalog.commands.optimize_arrow import write_bins, z_order_keys
 from deltalog.predicate import parse_predicate, simple_string
 from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
 
@@ -346,7 +346,7 @@ def test_z_values_interleave_range_ids() -> None:
 
 
 def test_optimize_clusters_a_liquid_table_by_its_clustering_columns(tmp_path: Path) -> None:
-    from deltalog.commands.create_table import TableSpec, create_table
+    from deltalog.commands.ddl.create_table import TableSpec, create_table
     from deltalog.schema import schema_from_arrow
 
     path = str(tmp_path / "liquid")

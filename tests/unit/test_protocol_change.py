@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 from deltalog.actions import Protocol
-from deltalog.commands import protocol_change as pc
-from deltalog.commands.drop_feature import drop_feature_support
+from deltalog.commands.ddl import protocol_change as pc
+from deltalog.commands.ddl.drop_feature import drop_feature_support
 from deltalog.errors import DeltaError, InvalidArgumentError, UnsupportedFeatureError
 from tests.conformance.rows import canonical, oracle_rows
 

@@ -294,7 +294,7 @@ def test_lite_needs_the_log(table: Path) -> None:
 def _slow_vacuum(root: str) -> None:
     """The child: VACUUM through a store whose deletes take a while, so the parent can kill it
     between ``VACUUM START`` and ``VACUUM END``."""
-    from deltalog.commands.vacuum import vacuum
+    from deltalog.commands.vacuum.gc import vacuum
     from deltalog.storage.local import LocalLogStore
 
     class SlowStore(LocalLogStore):
@@ -339,7 +339,7 @@ def test_split_listing_is_the_single_listing(history: Path) -> None:
     """The listing the Spark layer spreads over tasks (the root's files and directories, then
     each directory recursively) holds exactly the files and directories of the one-pass
     listing the driver does."""
-    from deltalog.commands.vacuum_files import (
+    from deltalog.commands.vacuum.files import (
         count_directories,
         hidden_name_test,
         list_table_files,

@@ -229,7 +229,7 @@ def test_stats_are_true_for_their_files(tmp_path: Path) -> None:
 
 
 def test_identity_columns_continue_past_the_high_water_mark(tmp_path: Path) -> None:
-    from deltalog.commands.create_table import TableSpec, create_table
+    from deltalog.commands.ddl.create_table import TableSpec, create_table
     from deltalog.schema import parse_schema
 
     root = str(tmp_path / "t")

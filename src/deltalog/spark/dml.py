@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.actions import Action
-from deltalog.commands.dml import (
+from deltalog.commands.dml.file_changes import (
     CHANGE_TYPE,
     DmlSettings,
     FileChanges,
@@ -40,7 +40,7 @@ from deltalog.commands.dml import (
     now_ms,
     remove_files,
 )
-from deltalog.commands.write_into_delta import dml_plan
+from deltalog.commands.write.write_into_delta import dml_plan
 from deltalog.predicate import Predicate, parse_predicate
 from deltalog.row_filter import is_partition_only, partition_matches
 from deltalog.spark.file_codes import row_indexes

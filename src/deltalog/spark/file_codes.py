@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.commands.dml import row_indexes_by_number
+from deltalog.commands.dml.file_changes import row_indexes_by_number
 from deltalog.spark.scan import FILE, ROW
 from deltalog.spark.session import to_arrow
 from deltalog.write.deletion_vectors import sorted_unique

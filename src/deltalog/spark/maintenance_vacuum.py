@@ -1,6 +1,6 @@
 """VACUUM and RESTORE behind ``DeltaTable`` (delta-spark's ``vacuum``, ``restoreToVersion``,
 ``restoreToTimestamp``): the session's confs are read here, the work is the pure core's
-(:mod:`deltalog.commands.vacuum`, :mod:`deltalog.commands.restore`).
+(:mod:`deltalog.commands.vacuum.gc`, :mod:`deltalog.commands.restore`).
 
 Listing and deleting go through the core's ``file_ops`` seam with
 :class:`~deltalog.spark.vacuum_ops.SparkFileOps`: a table with many top-level directories is
@@ -50,7 +50,7 @@ def vacuum(
     """Run VACUUM; an empty DataFrame (as delta-spark's Python ``vacuum``), or in a dry run
     the files it would delete as ``file:`` paths (object-store URIs as they are) in a
     ``path`` column."""
-    from deltalog.commands.vacuum import vacuum as run
+    from deltalog.commands.vacuum.gc import vacuum as run
     from deltalog.spark.vacuum_ops import SparkFileOps
 
     if lite is None:

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
-from deltalog.commands.dml import (
+from deltalog.commands.dml.file_changes import (
     CHANGE_TYPE,
     ROW_BITS,
     DmlSettings,
@@ -48,7 +48,7 @@ from deltalog.commands.dml import (
     physical_records,
     remove_files,
 )
-from deltalog.commands.write_into_delta import dml_plan, evolved_metadata
+from deltalog.commands.write.write_into_delta import dml_plan, evolved_metadata
 from deltalog.predicate import And, Comparison, In, IsNull, Predicate, parse_predicate
 from deltalog.schema import StructType, parse_schema
 from deltalog.snapshot import Snapshot
@@ -624,7 +624,7 @@ class MergeCommand:
     def _mark_changed(self, touched: Touched, rows: pa.Table, changes: FileChanges) -> None:
         """Copy-on-write: remove the touched files; deletion vectors: mark the updated and
         deleted rows."""
-        from deltalog.commands.dml import group_row_indexes
+        from deltalog.commands.dml.file_changes import group_row_indexes
 
         if not self.settings.deletion_vectors:
             changes.removes = remove_files(touched.files)

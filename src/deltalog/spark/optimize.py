@@ -1,7 +1,7 @@
 """OPTIMIZE spread over Spark: ``DeltaTable.forPath(spark, p).optimize()`` (reference
 ``DeltaOptimizeBuilder``, ``OptimizeExecutor``, ``MultiDimClustering``).
 
-The plan, commit and metrics are :mod:`deltalog.commands.optimize`'s; here the bins are read
+The plan, commit and metrics are :mod:`deltalog.commands.optimize.plan`'s; here the bins are read
 with :func:`~deltalog.spark.scan.scan_dataframe` (deletion vectors applied) and written with the
 table's Spark writer (:func:`~deltalog.spark.write.write_rows`), ``dataChange=false``:
 
@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from deltalog.actions import AddFile
-from deltalog.commands.optimize import (
+from deltalog.commands.optimize.plan import (
     Bin,
     OptimizePlan,
     OptimizeSettings,
@@ -38,7 +38,7 @@ from deltalog.commands.optimize import (
     plan_optimize,
     remove_actions,
 )
-from deltalog.commands.write_into_delta import WritePlan, dml_plan
+from deltalog.commands.write.write_into_delta import WritePlan, dml_plan
 from deltalog.spark import captured
 from deltalog.spark.scan import FILE, ROW, arrow_to_df, file_keys, scan_dataframe
 from deltalog.spark.session import conf_get, to_arrow

@@ -24,8 +24,8 @@ from urllib.parse import unquote
 import pyarrow.parquet as pq
 
 from deltalog.actions import AddFile
-from deltalog.commands.identity import IdentityColumn
-from deltalog.commands.write_into_delta import WritePlan
+from deltalog.commands.write.identity import IdentityColumn
+from deltalog.commands.write.write_into_delta import WritePlan
 from deltalog.partition_values import parse_partition_value
 from deltalog.schema import PrimitiveType, StructField, StructType
 from deltalog.spark.schema import to_spark_schema

@@ -1,5 +1,5 @@
 """ALTER TABLE's column and clustering changes and SHOW CREATE TABLE, from SQL to the pure core
-(:mod:`deltalog.commands.alter_columns`, :mod:`deltalog.ddl`).
+(:mod:`deltalog.commands.ddl.alter_columns`, :mod:`deltalog.commands.ddl.show`).
 
 Each returns delta-spark's result: no columns for the ALTER forms, ``createtab_stmt string`` for
 SHOW CREATE TABLE; :data:`~deltalog.spark.sql.NOT_DELTA` when the table is not a Delta table
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from deltalog.commands import alter_columns
+from deltalog.commands.ddl import alter_columns
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import DataType, parse_schema
 from deltalog.spark import names
@@ -76,7 +76,7 @@ def cluster_by(spark: Any, s: ClusterBy) -> Any:
 def show_create_table(spark: Any, s: ShowCreateTable) -> Any:
     """delta-spark's ``SHOW CREATE TABLE``: one row, ``createtab_stmt``. A managed table shows
     no LOCATION; path tables are named ``delta.`path```."""
-    from deltalog import ddl
+    from deltalog.commands.ddl import show
     from deltalog.spark.sql import NOT_DELTA
 
     target = _target(spark, s)
@@ -89,7 +89,7 @@ def show_create_table(spark: Any, s: ShowCreateTable) -> Any:
     else:
         name = f"delta.`{target.path}`"
         location = _uri(snapshot.table_root)
-    text = ddl.show_create_table(snapshot, name, location)
+    text = show.show_create_table(snapshot, name, location)
     return spark.createDataFrame([(text,)], "createtab_stmt string")
 
 
@@ -146,7 +146,7 @@ def describe_table(spark: Any, statement: Parsed) -> Any:
     column forms go to Spark over deltalog's read (:data:`NOT_DELTA` here)."""
     from sqlglot import exp
 
-    from deltalog.ddl import spark_simple_string
+    from deltalog.commands.ddl.show import spark_simple_string
     from deltalog.spark.sql import NOT_DELTA, table_ref
 
     node = statement.expression
@@ -157,7 +157,7 @@ def describe_table(spark: Any, statement: Parsed) -> Any:
     target = None if ref is None or table.args.get("version") else names.resolve(spark, ref)
     if target is None:
         return NOT_DELTA
-    from deltalog.commands.optimize import clustering_columns
+    from deltalog.commands.optimize.plan import clustering_columns
 
     snapshot = DeltaLog.for_table(target.path).update()
     schema = snapshot.schema

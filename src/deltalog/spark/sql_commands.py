@@ -155,14 +155,14 @@ def _generate(spark: Any, s: Generate) -> Any:
 
 
 def _unset(spark: Any, s: UnsetProperties) -> Any:
-    from deltalog.commands.protocol_change import unset_table_properties
+    from deltalog.commands.ddl.protocol_change import unset_table_properties
 
     unset_table_properties(names.require(spark, s.table).path, s.keys, if_exists=s.if_exists)
     return empty(spark)
 
 
 def _show_properties(spark: Any, s: ShowProperties) -> Any:
-    from deltalog.ddl import table_properties
+    from deltalog.commands.ddl.show import table_properties
 
     props = table_properties(_table(spark, s.table)._log.update())
     if s.key is not None:

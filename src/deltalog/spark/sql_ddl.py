@@ -37,7 +37,7 @@ def alter(spark: Any, statement: Parsed) -> Any:
 
 
 def _alter_one(spark: Any, target: names.Target, action: exp.Expression) -> None:
-    from deltalog.commands.protocol_change import set_table_properties
+    from deltalog.commands.ddl.protocol_change import set_table_properties
 
     if isinstance(action, exp.AlterSet) and action.expressions:
         props = action.expressions[0]

@@ -3,8 +3,8 @@ sink (reference ``DeltaSink``).
 
 The bridge turns the query into a ``foreachBatch`` query whose function is a
 :class:`DeltaStreamSink`: every micro-batch is one batch write through the ordinary write path
-(:func:`deltalog.commands.write_into_delta.prepare_write`, the Spark file writer,
-:func:`~deltalog.commands.write_into_delta.commit_write`), committed as ``STREAMING UPDATE``
+(:func:`deltalog.commands.write.write_into_delta.prepare_write`, the Spark file writer,
+:func:`~deltalog.commands.write.write_into_delta.commit_write`), committed as ``STREAMING UPDATE``
 with ``SetTransaction(appId=<query id>, version=<batch id>)``. A batch whose id is at most the
 version the table already records for the query is skipped, so a batch Spark replays after a
 failure (it re-runs the last batch whose end it had not recorded) is never written twice; a
@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog import errors
-from deltalog.commands.write_into_delta import commit_write, prepare_write
+from deltalog.commands.write.write_into_delta import commit_write, prepare_write
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import parse_schema
 from deltalog.txn import operations

@@ -269,7 +269,7 @@ class DeltaTable:
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
         """Raise the protocol versions (lower ones are ignored, as in delta-spark)."""
-        from deltalog.commands.protocol_change import upgrade_table_protocol
+        from deltalog.commands.ddl.protocol_change import upgrade_table_protocol
 
         for value, name in ((readerVersion, "readerVersion"), (writerVersion, "writerVersion")):
             if type(value) is not int:
@@ -279,7 +279,7 @@ class DeltaTable:
 
     def addFeatureSupport(self, featureName: str) -> None:
         """Add a table feature (and the features it depends on) to the protocol."""
-        from deltalog.commands.protocol_change import add_feature_support
+        from deltalog.commands.ddl.protocol_change import add_feature_support
         from deltalog.spark.api_args import verify
 
         verify(featureName, str, "featureName")
@@ -288,8 +288,8 @@ class DeltaTable:
 
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
         """Drop a table feature from the protocol; see
-        :func:`deltalog.commands.drop_feature.drop_feature_support` for what is supported."""
-        from deltalog.commands.drop_feature import drop_feature_support
+        :func:`deltalog.commands.ddl.drop_feature.drop_feature_support` for what is supported."""
+        from deltalog.commands.ddl.drop_feature import drop_feature_support
         from deltalog.spark.api_args import verify
 
         verify(featureName, str, "featureName")
@@ -385,7 +385,7 @@ class DeltaTable:
 
     def detail(self) -> DataFrame:
         """One row describing the current version, with delta-spark's columns."""
-        from deltalog.commands.optimize import clustering_columns
+        from deltalog.commands.optimize.plan import clustering_columns
         from deltalog.features import reader_features, writer_features
 
         s = self._log.update()
@@ -648,9 +648,9 @@ class DeltaTableBuilder:
 
         Raises:
             InvalidArgumentError: no location, or no columns for a new table.
-            DeltaWriteError: see :func:`deltalog.commands.create_table.create_table`.
+            DeltaWriteError: see :func:`deltalog.commands.ddl.create_table.create_table`.
         """
-        from deltalog.commands.create_table import TableSpec, create_table
+        from deltalog.commands.ddl.create_table import TableSpec, create_table
 
         target = self._named_target()
         if target is not None:

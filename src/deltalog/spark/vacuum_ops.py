@@ -2,7 +2,7 @@
 with ``DeltaFileOperations.recursiveListDirs`` and deletes in ``mapPartitions`` when
 ``spark.databricks.delta.vacuum.parallelDelete.enabled``).
 
-:class:`SparkFileOps` is the pure core's :class:`~deltalog.commands.vacuum_ops.VacuumFileOps`
+:class:`SparkFileOps` is the pure core's :class:`~deltalog.commands.vacuum.file_ops.VacuumFileOps`
 for a session:
 
 * Listing: the driver lists the table root (files and directory names); when at least
@@ -12,7 +12,7 @@ for a session:
   ``spark.sql.sources.parallelPartitionDiscovery.parallelism`` tasks (unset:
   ``spark.sql.shuffle.partitions``, as a Python task costs far more to start than the
   reference's JVM ones); below it the driver lists them. Both filter with the core's
-  :func:`~deltalog.commands.vacuum_files.filter_listing`, so the candidates are the same.
+  :func:`~deltalog.commands.vacuum.files.filter_listing`, so the candidates are the same.
 * Deletes: in ``spark.databricks.delta.vacuum.parallelDelete.parallelism`` tasks (default
   ``spark.sql.shuffle.partitions``) when ``...parallelDelete.enabled``, else on driver threads.
 
@@ -30,7 +30,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.commands.vacuum_files import (
+from deltalog.commands.vacuum.file_ops import DriverFileOps, delete_files
+from deltalog.commands.vacuum.files import (
     CANDIDATE_SCHEMA,
     HiddenNames,
     Listing,
@@ -38,7 +39,6 @@ from deltalog.commands.vacuum_files import (
     list_under,
     top_level,
 )
-from deltalog.commands.vacuum_ops import DriverFileOps, delete_files
 from deltalog.spark.scan import arrow_to_df
 from deltalog.spark.session import conf_get, to_arrow
 from deltalog.spark.storage import register_session

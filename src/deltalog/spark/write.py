@@ -1,6 +1,6 @@
 """Batch writes from Spark: ``df.write.format("delta")`` spread over the executors.
 
-The driver prepares the write (:func:`deltalog.commands.write_into_delta.prepare_write`: mode,
+The driver prepares the write (:func:`deltalog.commands.write.write_into_delta.prepare_write`: mode,
 schema, idempotence, refusals), then one Spark job writes the data and the driver commits once:
 
 * Spark's own parquet writer (:mod:`deltalog.spark.parquet_write`), the default: rows never
@@ -29,9 +29,9 @@ import pyarrow as pa
 
 from deltalog import errors
 from deltalog.actions import AddCDCFile, AddFile, action_from_json
-from deltalog.commands.constraints import GENERATION_KEY, constraints
-from deltalog.commands.identity import IdentityColumn, columns_to_generate, identity_columns
-from deltalog.commands.write_into_delta import (
+from deltalog.commands.write.constraints import GENERATION_KEY, constraints
+from deltalog.commands.write.identity import IdentityColumn, columns_to_generate, identity_columns
+from deltalog.commands.write.write_into_delta import (
     WriteOptions,
     WritePlan,
     commit_write,
@@ -150,8 +150,8 @@ def write_change_rows(df: Any, plan: WritePlan) -> list[AddCDCFile]:
     ``<table>/_change_data``; returns their ``cdc`` actions."""
     from dataclasses import replace
 
-    from deltalog.commands.dml import as_change_files
-    from deltalog.commands.write_into_delta import change_data_layout
+    from deltalog.commands.dml.file_changes import as_change_files
+    from deltalog.commands.write.write_into_delta import change_data_layout
 
     cdc_plan = replace(plan, layout=change_data_layout(plan.layout))
     adds, _ = _write_files(df, cdc_plan, [], plan.layout.table_root)

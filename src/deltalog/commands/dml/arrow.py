@@ -15,9 +15,9 @@ tools): the same semantics and commits as the Spark commands (:mod:`deltalog.spa
   version's changes or none: no change files for deletion-vector DELETEs, metadata-only
   DELETEs and insert-only MERGEs, whose changes readers derive from the file actions.
 * Written rows pass the table's rules (NOT NULL, CHECK constraints) with
-  :func:`deltalog.commands.constraints.check_batch`, as :func:`deltalog.write_table` does: tables
-  with generated columns are refused for UPDATE and MERGE (their SQL expressions are not
-  evaluated here), and so are assignments to identity columns.
+  :func:`deltalog.commands.write.constraints.check_batch`, as :func:`deltalog.write_table`
+  does: tables with generated columns are refused for UPDATE and MERGE (their SQL expressions
+  are not evaluated here), and so are assignments to identity columns.
 
 Each command commits once, with the reference's operation parameters and metrics, which it
 returns. Conditions use the SQL subset :mod:`deltalog.row_filter` evaluates (comparisons with
@@ -38,8 +38,7 @@ import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.actions import Action, DeletionVectorDescriptor
-from deltalog.commands.constraints import check_batch
-from deltalog.commands.dml import (
+from deltalog.commands.dml.file_changes import (
     CHANGE_TYPE,
     DmlSettings,
     FileChanges,
@@ -49,8 +48,9 @@ from deltalog.commands.dml import (
     now_ms,
     remove_files,
 )
-from deltalog.commands.identity import identity_columns
-from deltalog.commands.write_into_delta import change_data_layout, dml_plan, remove_action
+from deltalog.commands.write.constraints import check_batch
+from deltalog.commands.write.identity import identity_columns
+from deltalog.commands.write.write_into_delta import change_data_layout, dml_plan, remove_action
 from deltalog.data_files import TableLayout, read_parquet, to_logical
 from deltalog.delta_log import DeltaLog
 from deltalog.features import check_write_supported
@@ -422,8 +422,8 @@ def merge(
     when_not_matched_by_source: str | None = None,
 ) -> dict[str, int]:
     """An equality-key MERGE of ``source`` into the Delta table at ``path``; see
-    :func:`deltalog.commands.merge_arrow.merge`."""
-    from deltalog.commands.merge_arrow import merge as run
+    :func:`deltalog.commands.dml.merge_arrow.merge`."""
+    from deltalog.commands.dml.merge_arrow import merge as run
 
     return run(
         path,

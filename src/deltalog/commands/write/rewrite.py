@@ -21,7 +21,7 @@ from deltalog.row_filter import evaluate, is_true
 from deltalog.write.file_writer import DataFileWriter
 
 if TYPE_CHECKING:
-    from deltalog.commands.write_into_delta import WritePlan
+    from deltalog.commands.write.write_into_delta import WritePlan
     from deltalog.storage.base import LogStore
 
 
@@ -38,7 +38,7 @@ def rewrite_without(
             read as deleted and re-inserted; writing cdc files comes with DML), or the condition
             is outside what the Python writer evaluates.
     """
-    from deltalog.commands.write_into_delta import remove_action
+    from deltalog.commands.write.write_into_delta import remove_action
     from deltalog.table_properties import TableProperties
 
     txn, predicate = plan.txn, plan.replace_predicate

@@ -30,9 +30,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
-from deltalog.commands.dml import group_row_indexes
-from deltalog.commands.dml_arrow import DmlJob, _elapsed_ms
-from deltalog.commands.identity import identity_columns
+from deltalog.commands.dml.arrow import DmlJob, _elapsed_ms
+from deltalog.commands.dml.file_changes import group_row_indexes
+from deltalog.commands.write.identity import identity_columns
 from deltalog.predicate import And, Comparison, Literal, Predicate
 from deltalog.schema import StructField, StructType
 from deltalog.txn import operations

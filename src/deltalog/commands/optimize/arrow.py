@@ -1,6 +1,6 @@
 """OPTIMIZE from plain Python on pyarrow, no Spark: ``deltalog.optimize(path, ...)``.
 
-The plan, the commit and the metrics are :mod:`deltalog.commands.optimize`'s; here each bin's
+The plan, the commit and the metrics are :mod:`deltalog.commands.optimize.plan`'s; here each bin's
 files are read (deleted rows dropped, partition values added) and written back with the
 table's :class:`~deltalog.write.file_writer.DataFileWriter`, so the new files get statistics
 like every other write:
@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.actions import AddFile, DeletionVectorDescriptor
-from deltalog.commands.optimize import (
+from deltalog.commands.optimize.plan import (
     GIB,
     Bin,
     OptimizePlan,

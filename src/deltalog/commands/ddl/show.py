@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from deltalog.commands.optimize import clustering_columns
+from deltalog.commands.optimize.plan import clustering_columns
 from deltalog.schema import (
     ArrayType,
     DataType,

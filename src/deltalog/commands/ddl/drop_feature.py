@@ -9,8 +9,8 @@ A drop runs in two stages, as in the reference:
    checkpoints: set ``delta.checkpointPolicy=classic``; in-commit timestamps: disable them and
    drop their provenance properties; ``checkpointProtection``: truncate the history it protects;
    type widening: rewrite the files with narrower types and drop the type-change metadata
-   (:mod:`deltalog.commands.drop_type_widening`); column mapping: rewrite every file with the
-   logical names and drop the mapping (:mod:`deltalog.commands.drop_column_mapping`). Features
+   (:mod:`deltalog.commands.ddl.drop_type_widening`); column mapping: rewrite every file with the
+   logical names and drop the mapping (:mod:`deltalog.commands.ddl.drop_column_mapping`). Features
    whose traces deltalog does not remove itself (CHECK constraints, domains, identity and row
    tracking) are refused while in use, with what to do.
 2. **Protocol downgrade**: one ``DROP FEATURE`` commit with the weakest protocol for the
@@ -186,9 +186,9 @@ def _no_pre_downgrade(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> 
 
 def _purge_deletion_vectors(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool:
     """Disable new vectors, rewrite the files that have one, tombstone the vector files."""
-    from deltalog.commands import optimize as opt
-    from deltalog.commands.optimize_arrow import write_bins
-    from deltalog.commands.protocol_change import unset_table_properties
+    from deltalog.commands.ddl.protocol_change import unset_table_properties
+    from deltalog.commands.optimize import plan as opt
+    from deltalog.commands.optimize.arrow import write_bins
 
     changed = traces(snapshot, feature) is not None
     if snapshot.metadata.configuration.get("delta.enableDeletionVectors") is not None:
@@ -238,7 +238,7 @@ def _commit_vector_tombstones(delta_log: DeltaLog) -> None:
 
 
 def _classic_checkpoints(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool:
-    from deltalog.commands.protocol_change import set_table_properties
+    from deltalog.commands.ddl.protocol_change import set_table_properties
 
     if traces(snapshot, feature) is None:
         return False
@@ -267,7 +267,7 @@ def _disable_in_commit_timestamps(delta_log: DeltaLog, snapshot: Snapshot, featu
 def _truncate_protected_history(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool:
     """Delete the history before ``requireCheckpointProtectionBeforeVersion`` (reference
     ``CheckpointProtectionPreDowngradeCommand``), then unset the property."""
-    from deltalog.commands.protocol_change import unset_table_properties
+    from deltalog.commands.ddl.protocol_change import unset_table_properties
 
     if not _history_before_protection_truncated(delta_log, snapshot):
         _empty_commit_and_checkpoint(delta_log, feature)
@@ -284,13 +284,13 @@ def _truncate_protected_history(delta_log: DeltaLog, snapshot: Snapshot, feature
 
 
 def _remove_column_mapping(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool:
-    from deltalog.commands.drop_column_mapping import remove_column_mapping
+    from deltalog.commands.ddl.drop_column_mapping import remove_column_mapping
 
     return remove_column_mapping(delta_log, snapshot, feature)
 
 
 def _remove_type_widening(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool:
-    from deltalog.commands.drop_type_widening import remove_type_widening
+    from deltalog.commands.ddl.drop_type_widening import remove_type_widening
 
     return remove_type_widening(delta_log, snapshot, feature)
 

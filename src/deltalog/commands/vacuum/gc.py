@@ -4,9 +4,9 @@
    rounds them) or the table's ``delta.deletedFileRetentionDuration`` (7 days). A given
    retention below the table's fails unless the check is off; a negative one always fails.
 2. Candidates: FULL lists the table (through the ``file_ops`` seam,
-   :mod:`deltalog.commands.vacuum_ops`); LITE reads the
+   :mod:`deltalog.commands.vacuum.file_ops`); LITE reads the
    removes and change files of the commits the previous LITE run had not reached
-   (:mod:`deltalog.commands.vacuum_lite`).
+   (:mod:`deltalog.commands.vacuum.lite`).
 3. Candidates older than the threshold that no live file, recent tombstone or deletion vector
    protects are deleted (:func:`vacuum_files.select_deletable`).
 4. A dry run returns them and changes nothing. A real run commits an empty ``VACUUM START``
@@ -32,9 +32,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.commands.vacuum_files import hidden_name_test, protected_paths, select_deletable
-from deltalog.commands.vacuum_lite import lite_candidates, write_last_vacuum_info
-from deltalog.commands.vacuum_ops import DEFAULT_DELETE_THREADS, DriverFileOps, VacuumFileOps
+from deltalog.commands.vacuum.file_ops import DEFAULT_DELETE_THREADS, DriverFileOps, VacuumFileOps
+from deltalog.commands.vacuum.files import hidden_name_test, protected_paths, select_deletable
+from deltalog.commands.vacuum.lite import lite_candidates, write_last_vacuum_info
 from deltalog.delta_log import DeltaLog
 from deltalog.errors.vacuum import vacuum_retention_negative, vacuum_retention_too_short
 from deltalog.features import check_write_supported
@@ -104,7 +104,7 @@ def vacuum(
         store: storage to use (local files by default).
         delete_threads: parallel deletes on this machine (with the default ``file_ops``).
         file_ops: how the FULL listing and the deletes run (default: in this process,
-            :class:`~deltalog.commands.vacuum_ops.DriverFileOps`; the Spark layer passes
+            :class:`~deltalog.commands.vacuum.file_ops.DriverFileOps`; the Spark layer passes
             one that runs them in Spark tasks).
         now_ms: the clock (tests).
 

@@ -11,7 +11,7 @@
   ``upgradeTableProtocol`` / ``addFeatureSupport``: both are ``SET TBLPROPERTIES`` commits.
 * :func:`upgrade_protocol` is ``DeltaLog.upgradeProtocol``: commits ``UPGRADE PROTOCOL`` with the
   given protocol, and refuses a downgrade with ``DELTA_INVALID_PROTOCOL_DOWNGRADE``.
-* ``DROP FEATURE`` is :mod:`deltalog.commands.drop_feature`.
+* ``DROP FEATURE`` is :mod:`deltalog.commands.ddl.drop_feature`.
 """
 
 from __future__ import annotations

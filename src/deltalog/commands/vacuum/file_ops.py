@@ -1,13 +1,13 @@
 """How VACUUM lists and deletes files: the seam between the pure core's VACUUM
-(:mod:`deltalog.commands.vacuum`) and an engine that spreads the work.
+(:mod:`deltalog.commands.vacuum.gc`) and an engine that spreads the work.
 
 :class:`VacuumFileOps` has two verbs, the FULL listing and the deletes. :class:`DriverFileOps`,
 the default, does both in this process (one recursive listing, deletes on a thread pool); the
 Spark layer's implementation (:mod:`deltalog.spark.vacuum_ops`) lists the table's top-level
 directories and deletes in Spark tasks. Both must give the same listing for the same files:
-they share :func:`~deltalog.commands.vacuum_files.filter_listing`, and the split listing
-(:func:`~deltalog.commands.vacuum_files.top_level` plus
-:func:`~deltalog.commands.vacuum_files.list_under`) covers exactly what the single one does.
+they share :func:`~deltalog.commands.vacuum.files.filter_listing`, and the split listing
+(:func:`~deltalog.commands.vacuum.files.top_level` plus
+:func:`~deltalog.commands.vacuum.files.list_under`) covers exactly what the single one does.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
-from deltalog.commands.vacuum_files import HiddenNames, Listing, list_table_files
+from deltalog.commands.vacuum.files import HiddenNames, Listing, list_table_files
 from deltalog.storage.base import LogStore
 
 DEFAULT_DELETE_THREADS = 8

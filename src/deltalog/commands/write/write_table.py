@@ -1,7 +1,7 @@
 """``deltalog.write_table``: a batch write from plain Python (pyarrow), no Spark.
 
 For small jobs, tests and tools. The same planning and commit as ``df.write.format("delta")``
-(:mod:`deltalog.commands.write_into_delta`); the data files are written on this machine.
+(:mod:`deltalog.commands.write.write_into_delta`); the data files are written on this machine.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog import errors
-from deltalog.commands.constraints import check_batch
-from deltalog.commands.identity import IdentityColumn, columns_to_generate, identity_columns
-from deltalog.commands.write_into_delta import (
+from deltalog.commands.write.constraints import check_batch
+from deltalog.commands.write.identity import IdentityColumn, columns_to_generate, identity_columns
+from deltalog.commands.write.write_into_delta import (
     WriteOptions,
     commit_write,
     prepare_write,

@@ -214,7 +214,7 @@ def commit_write(
         return None
     txn, options = plan.txn, plan.options
     if plan.replace_predicate is not None and not _partition_only(plan):
-        from deltalog.commands.rewrite import rewrite_without
+        from deltalog.commands.write.rewrite import rewrite_without
 
         rewritten_removes, rewritten, rewrite_metrics = rewrite_without(plan, txn.log.store)
         adds = [*rewritten, *adds]
@@ -242,7 +242,7 @@ def commit_write(
 
 
 def _record_high_water_marks(txn: Transaction, marks: Mapping[str, int]) -> None:
-    from deltalog.commands.identity import with_high_water_marks
+    from deltalog.commands.write.identity import with_high_water_marks
 
     metadata = txn.metadata
     assert metadata is not None and metadata.schema_string is not None

@@ -38,7 +38,7 @@ ENABLE_KEY = "delta.enableTypeWidening"
 def remove_type_widening(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool:
     """Remove the traces of type widening (see the module docstring); whether anything was
     changed (so a truncating drop must wait for the retention)."""
-    from deltalog.commands.protocol_change import unset_table_properties
+    from deltalog.commands.ddl.protocol_change import unset_table_properties
 
     changed = False
     if ENABLE_KEY in snapshot.metadata.configuration:
@@ -84,8 +84,8 @@ def narrow_files(snapshot: Snapshot) -> pa.Table:
 
 def rewrite_narrow_files(delta_log: DeltaLog) -> int:
     """Rewrite the files :func:`narrow_files` finds, in one ``REORG`` commit; how many."""
-    from deltalog.commands import optimize as opt
-    from deltalog.commands.optimize_arrow import write_bins
+    from deltalog.commands.optimize import plan as opt
+    from deltalog.commands.optimize.arrow import write_bins
 
     txn = delta_log.start_transaction()
     assert txn.snapshot is not None

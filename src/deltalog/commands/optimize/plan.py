@@ -2,7 +2,7 @@
 (reference ``OptimizeTableCommand``, ``OptimizeTableStrategy``, ``OptimizeStats``; writes.md §4.5).
 
 The engines (Spark in :mod:`deltalog.spark.optimize`, pyarrow in
-:mod:`deltalog.commands.optimize_arrow`) turn each :class:`Bin` into new files; everything
+:mod:`deltalog.commands.optimize.arrow`) turn each :class:`Bin` into new files; everything
 else is decided here:
 
 * ``where`` filters may name partition columns only (``DELTA_NON_PARTITION_COLUMN_REFERENCE``);
@@ -32,8 +32,8 @@ import pyarrow as pa
 
 from deltalog import errors
 from deltalog.actions import Action, AddFile, RemoveFile
-from deltalog.commands.create_table import CLUSTERING_DOMAIN
-from deltalog.commands.write_into_delta import remove_action
+from deltalog.commands.ddl.create_table import CLUSTERING_DOMAIN
+from deltalog.commands.write.write_into_delta import remove_action
 from deltalog.errors import optimize as optimize_errors
 from deltalog.predicate import (
     And,

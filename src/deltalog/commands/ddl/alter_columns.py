@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from deltalog.actions import DomainMetadata
-from deltalog.commands.create_table import CLUSTERING_DOMAIN
-from deltalog.commands.optimize import clustering_columns
+from deltalog.commands.ddl.create_table import CLUSTERING_DOMAIN
+from deltalog.commands.optimize.plan import clustering_columns
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import TableNotFoundError
 from deltalog.errors import alter as alter_errors

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from deltalog.actions import DeletionVectorDescriptor
-from deltalog.commands.vacuum_files import candidate_table
+from deltalog.commands.vacuum.files import candidate_table
 from deltalog.deletion_vectors import dv_file_path
 from deltalog.delta_log import DeltaLog
 from deltalog.errors.vacuum import cannot_vacuum_lite

@@ -17,7 +17,7 @@ from deltalog.row_filter import evaluate, is_true
 from deltalog.schema import StructType
 
 if TYPE_CHECKING:
-    from deltalog.commands.write_into_delta import WritePlan
+    from deltalog.commands.write.write_into_delta import WritePlan
 
 GENERATION_KEY = "delta.generationExpression"
 
