@@ -127,9 +127,9 @@ def main() -> None:
 
     import deltalog
     from deltalog import DeltaLog
+    from deltalog.scan.plan import scan_inputs
     from deltalog.spark.bridge import load_with_python_source
     from deltalog.spark.scan import read_snapshot
-    from deltalog.spark.scan_plan import scan_inputs
     from deltalog.spark.session import get_or_create_session
     from deltalog.tables import DeltaTable
 

@@ -14,7 +14,7 @@ STATEMENTS = ["SELECT 1", "SELECT id * 2 AS x FROM range(10) WHERE id > 3"]
 
 def main() -> None:
     from deltalog.spark.session import get_or_create_session
-    from deltalog.spark.sql_statements import parse
+    from deltalog.sql.statements import parse
 
     spark = get_or_create_session()
     for text in STATEMENTS:

@@ -130,8 +130,8 @@ class Snapshot:
     def files_for_filter(self, where: str | None, *, time_zone: str = "UTC") -> pa.Table:
         """The live files that may hold rows matching the SQL filter ``where`` (all for
         ``None`` or a filter outside the subset data skipping reads): partition pruning and
-        min/max/null-count skipping, :mod:`deltalog.data_skipping`."""
-        from deltalog.data_skipping import prune_where
+        min/max/null-count skipping, :mod:`deltalog.scan.skipping`."""
+        from deltalog.scan.skipping import prune_where
 
         return prune_where(
             self.all_files_arrow(),

@@ -38,7 +38,7 @@ from deltalog.errors import (
     ProtocolChangedException,
     UnsupportedFeatureError,
 )
-from deltalog.predicate import Predicate, parse_predicate
+from deltalog.scan.predicate import Predicate, parse_predicate
 from deltalog.snapshot import Snapshot
 from deltalog.txn.conflicts import WinningCommit, check_conflicts, in_commit_timestamp_after
 from deltalog.txn.read_set import (

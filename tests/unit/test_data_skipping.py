@@ -14,8 +14,7 @@ import pyarrow as pa
 import pytest
 
 from deltalog import DeltaLog
-from deltalog.data_skipping import prune_where, skipping_predicate
-from deltalog.predicate import (
+from deltalog.scan.predicate import (
     And,
     Comparison,
     In,
@@ -27,6 +26,7 @@ from deltalog.predicate import (
     parse_predicate,
     push_down_not,
 )
+from deltalog.scan.skipping import prune_where, skipping_predicate
 
 UTC = dt.UTC
 

@@ -18,8 +18,8 @@ from deltalog.commands.dml.file_changes import (
     mark_deleted,
 )
 from deltalog.deletion_vectors import read_deletion_vector
-from deltalog.predicate import parse_predicate
-from deltalog.row_filter import is_partition_only, partition_matches
+from deltalog.scan.predicate import parse_predicate
+from deltalog.scan.row_filter import is_partition_only, partition_matches
 from deltalog.txn import operations
 
 

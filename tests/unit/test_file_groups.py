@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("pyspark.sql.datasource")
-
-from deltalog.spark.source import MIN_TASKS, TASK_BYTES, FileTask, group_files
+from deltalog.scan.file_groups import MIN_TASKS, TASK_BYTES, group_files
 
 
-def _tasks(n: int) -> list[FileTask]:
-    return [FileTask(f"/t/f{i}.parquet", "{}", None) for i in range(n)]
+def _tasks(n: int) -> list[str]:
+    return [f"/t/f{i}.parquet" for i in range(n)]
 
 
 def test_many_small_files_share_a_few_tasks() -> None:

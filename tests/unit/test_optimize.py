@@ -25,7 +25,7 @@ from deltalog.commands.optimize.plan import (
     plan_optimize,
     remove_actions,
 )
-from deltalog.predicate import parse_predicate, simple_string
+from deltalog.scan.predicate import parse_predicate, simple_string
 from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.int64())])

@@ -12,7 +12,7 @@ import pytest
 
 from deltalog import DeltaLog, errors
 from deltalog.paths import resolve
-from deltalog.spark.scan_plan import FILE, scan_inputs, snapshot_inputs, spark_file_uri
+from deltalog.scan.plan import FILE, scan_inputs, snapshot_inputs, spark_file_uri
 from tests.conformance.oracle import TABLES
 
 

@@ -8,7 +8,7 @@ sqlglot = pytest.importorskip("sqlglot")
 
 from sqlglot import exp  # noqa: E402
 
-from deltalog.spark.sql_statements import (  # noqa: E402
+from deltalog.sql.statements import (  # noqa: E402
     AlterColumn,
     Clone,
     ClusterBy,

@@ -8,7 +8,7 @@ look as if all of them matched. The CLI checks the filter first.
 from __future__ import annotations
 
 from deltalog import errors
-from deltalog.predicate import (
+from deltalog.scan.predicate import (
     And,
     Not,
     Opaque,

@@ -44,6 +44,7 @@ from deltalog.change_data_feed import (
     resolve_range,
 )
 from deltalog.partition_values import typed_partition_values
+from deltalog.scan.plan import partitions_from_paths, spark_file_uris
 from deltalog.schema import PrimitiveType, StructField, StructType
 from deltalog.spark.scan import (
     FIELD_ID_READ,
@@ -54,7 +55,6 @@ from deltalog.spark.scan import (
     physical_field,
     read_files_or_raise,
 )
-from deltalog.spark.scan_plan import partitions_from_paths, spark_file_uris
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import conf_get, ensure_no_listing_job
 from deltalog.spark.storage import changes_through_seam, jvm_reads

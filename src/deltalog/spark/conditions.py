@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from deltalog.row_filter import PartitionMatcher
+from deltalog.scan.row_filter import PartitionMatcher
 from deltalog.spark.scan import arrow_to_df
 from deltalog.spark.session import to_arrow
 
@@ -21,7 +21,7 @@ _ROW = "__deltalog_partition_row"
 
 
 def partition_matcher(spark: Any, condition: Any) -> PartitionMatcher:
-    """A :data:`~deltalog.row_filter.PartitionMatcher` evaluating ``condition`` (SQL text or
+    """A :data:`~deltalog.scan.row_filter.PartitionMatcher` evaluating ``condition`` (SQL text or
     a Column) with Spark over typed partition values.
 
     Raises (when called): Spark's own errors for a condition it refuses (``DATATYPE_MISMATCH``,

@@ -41,8 +41,8 @@ from deltalog.commands.dml.file_changes import (
     remove_files,
 )
 from deltalog.commands.write.write_into_delta import dml_plan
-from deltalog.predicate import Predicate, parse_predicate
-from deltalog.row_filter import is_partition_only, partition_matches
+from deltalog.scan.predicate import Predicate, parse_predicate
+from deltalog.scan.row_filter import is_partition_only, partition_matches
 from deltalog.spark.file_codes import row_indexes
 from deltalog.spark.scan import FILE, file_keys, scan_dataframe
 from deltalog.spark.session import to_arrow

@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.spark.scan_plan import spark_file_uris
+from deltalog.scan.plan import spark_file_uris
 
 MIN_FILES = 256
 

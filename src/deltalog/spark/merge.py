@@ -49,7 +49,7 @@ from deltalog.commands.dml.file_changes import (
     remove_files,
 )
 from deltalog.commands.write.write_into_delta import dml_plan, evolved_metadata
-from deltalog.predicate import And, Comparison, In, IsNull, Predicate, parse_predicate
+from deltalog.scan.predicate import And, Comparison, In, IsNull, Predicate, parse_predicate
 from deltalog.schema import StructType, parse_schema
 from deltalog.snapshot import Snapshot
 from deltalog.spark import captured

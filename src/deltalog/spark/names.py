@@ -13,7 +13,7 @@ from typing import Any
 from deltalog import errors
 from deltalog.catalog import DEFAULT_DATABASE, Catalog, TableEntry, not_found
 from deltalog.spark.session import conf_get
-from deltalog.spark.sql_statements import DIALECT, TableRef, _Reader
+from deltalog.sql.statements import DIALECT, TableRef, _Reader
 
 WAREHOUSE_KEY = "spark.sql.warehouse.dir"
 _SESSION_CATALOG = "spark_catalog"

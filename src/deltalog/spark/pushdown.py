@@ -7,7 +7,7 @@ counts the log holds. delta-spark applies them in a Catalyst rule; without JVM c
 has to be seen when it is applied, so :func:`install` wraps ``DataFrame.filter`` (and ``where``,
 its alias) on classic and Connect sessions: on a DataFrame that is a Delta read (tagged by
 :func:`tag`), the read is made again over the files that may hold matching rows
-(:mod:`deltalog.data_skipping`), and the filter is applied to that. The rows are the same,
+(:mod:`deltalog.scan.skipping`), and the filter is applied to that. The rows are the same,
 because skipping only drops files that cannot match, and the filter itself still runs on every
 row read.
 
@@ -152,7 +152,7 @@ def _is_cached(df: Any) -> bool:
 
 def is_plain(text: str) -> bool:
     """Whether ``text`` is wholly comparisons of columns with literals (no functions)."""
-    from deltalog.predicate import PredicateSyntaxError, has_opaque, parse_predicate
+    from deltalog.scan.predicate import PredicateSyntaxError, has_opaque, parse_predicate
 
     try:
         return not has_opaque(parse_predicate(text))

@@ -117,8 +117,8 @@ def load(spark: Any, options: Mapping[str, Any], *, python_source: bool = True) 
         DeltaError: the typed errors of :func:`read_options`, :func:`snapshot_for`, the change
             feed's range resolution and planning, and the scan.
     """
+    from deltalog.scan.plan import jvm_readable, snapshot_inputs
     from deltalog.spark.scan import read_snapshot
-    from deltalog.spark.scan_plan import jvm_readable, snapshot_inputs
     from deltalog.spark.session import conf_get, session_time_zone
     from deltalog.spark.storage import jvm_reads, register_session
 

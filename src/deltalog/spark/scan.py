@@ -2,7 +2,7 @@
 
 The file list comes from the snapshot, never from a directory listing; files are passed as
 decoded local paths (no listing job: the discovery threshold is raised), built from the
-snapshot's Arrow state and cached per snapshot (:mod:`deltalog.spark.scan_plan`). What the
+snapshot's Arrow state and cached per snapshot (:mod:`deltalog.scan.plan`). What the
 parquet files do not hold comes from their paths or is joined in by file:
 
 * partition values: from hive-style directories by Spark's reader itself (so filters on them
@@ -26,18 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
-from deltalog.schema import (
-    ArrayType,
-    DataType,
-    MapType,
-    StructField,
-    StructType,
-)
-from deltalog.schema import (
-    read_schema as visible_schema,
-)
-from deltalog.spark.listed_read import listed_read
-from deltalog.spark.scan_plan import (
+from deltalog.scan.plan import (
     FILE,
     ROW,
     UNREADABLE,
@@ -49,6 +38,17 @@ from deltalog.spark.scan_plan import (
     spark_file_uri,  # noqa: F401  (re-exported: the scan's join key)
     spark_file_uris,
 )
+from deltalog.schema import (
+    ArrayType,
+    DataType,
+    MapType,
+    StructField,
+    StructType,
+)
+from deltalog.schema import (
+    read_schema as visible_schema,
+)
+from deltalog.spark.listed_read import listed_read
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import conf_get, ensure_no_listing_job, is_connect, reader, session_conf
 from deltalog.spark.storage import jvm_reads, note_path, read_through_seam
@@ -64,7 +64,7 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
     """The rows of ``snapshot`` as a DataFrame with the table's logical schema.
 
     ``where`` is a SQL filter: files it rules out by partition values or statistics are not
-    read at all (:mod:`deltalog.data_skipping`), and the filter is applied to the rows read.
+    read at all (:mod:`deltalog.scan.skipping`), and the filter is applied to the rows read.
     Filters applied to the result skip files the same way (:mod:`deltalog.spark.pushdown`).
 
     Raises:

@@ -4,9 +4,9 @@ connector jars).
 
 :func:`seam_dataframe` is the stand-in for :func:`deltalog.spark.scan.scan_dataframe`'s JVM
 parquet scan, with the same columns: the table's logical columns and, with ``row_ids``,
-:data:`~deltalog.spark.scan_plan.FILE` (the key :func:`~deltalog.spark.scan.file_keys` gives the
+:data:`~deltalog.scan.plan.FILE` (the key :func:`~deltalog.spark.scan.file_keys` gives the
 file, so the commands map rows back to files exactly as on the JVM path) and
-:data:`~deltalog.spark.scan_plan.ROW` (the row's physical index in its parquet file, which
+:data:`~deltalog.scan.plan.ROW` (the row's physical index in its parquet file, which
 deletion vectors are made of).
 
 The plan is ``spark.range(n, numPartitions=n).mapInArrow(...)``: task ``i`` reads group ``i``
@@ -21,14 +21,14 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logical
 from deltalog.paths import resolve
-from deltalog.spark.scan_plan import FILE, ROW
+from deltalog.scan.plan import FILE, ROW
 from deltalog.storage.options import StorageOptions, registered
 
 if TYPE_CHECKING:
@@ -53,9 +53,9 @@ def seam_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table, *, row_ids: 
     tasks through the storage seam; the same columns as ``scan_dataframe`` gives."""
     from pyspark.sql import types as T
 
+    from deltalog.scan.file_groups import group_files
     from deltalog.spark.scan import file_keys
     from deltalog.spark.schema import to_spark_schema
-    from deltalog.spark.source import group_files
     from deltalog.spark.storage import note_path
 
     root = snapshot.table_root
@@ -75,7 +75,7 @@ def seam_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table, *, row_ids: 
         for r, key in zip(rows, file_keys(snapshot, files), strict=True)
     ]
     sizes = [int(r["size"] or 0) for r in rows]
-    groups = [cast(tuple[SeamFile, ...], g.files) for g in group_files(tasks, sizes)]
+    groups = [g.files for g in group_files(tasks, sizes)]
     note_path(root, "scan", jvm=False)
     if not groups:
         return spark.createDataFrame([], schema)

@@ -41,6 +41,7 @@ from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logic
 from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.delta_log import DeltaLog
 from deltalog.paths import resolve
+from deltalog.scan.file_groups import MIN_TASKS, group_files
 from deltalog.schema import (
     StructType,
     parse_schema,
@@ -94,33 +95,11 @@ class FileGroup(InputPartition):
     files: tuple[FileTask | ChangeTask, ...]
 
 
-# Many small files share a task (one Python worker start per task is the fixed cost); a task
-# reads about this many bytes, and there are never fewer tasks than this (while files last).
-TASK_BYTES = 128 * 1024 * 1024
-MIN_TASKS = 8
-
-
-def group_files(
-    tasks: Sequence[Any], sizes: list[int], min_tasks: int = MIN_TASKS
+def file_groups(
+    tasks: Sequence[FileTask | ChangeTask], sizes: list[int], min_tasks: int = MIN_TASKS
 ) -> list[FileGroup]:
-    """Consecutive files packed into groups of about equal bytes (at most ``TASK_BYTES``
-    unless one file is larger), at least ``min_tasks`` groups when there are that many files."""
-    if not tasks:
-        return []
-    total = sum(sizes)
-    count = min(len(tasks), max(min_tasks, -(-total // TASK_BYTES)))
-    target = total / count
-    groups: list[FileGroup] = []
-    current: list[Any] = []
-    filled = 0
-    for task, size in zip(tasks, sizes, strict=True):
-        if current and filled + size / 2 > target and len(groups) < count - 1:
-            groups.append(FileGroup(tuple(current)))
-            current, filled = [], 0
-        current.append(task)
-        filled += size
-    groups.append(FileGroup(tuple(current)))
-    return groups
+    """The tasks' files packed into Spark partitions (see :mod:`deltalog.scan.file_groups`)."""
+    return [FileGroup(g.files) for g in group_files(tasks, sizes, min_tasks)]
 
 
 class DeltaDataSource(DataSource):
@@ -160,7 +139,7 @@ class DeltaDataSource(DataSource):
             )
             for r in rows
         ]
-        self._tasks = group_files(tasks, [int(r["size"] or 0) for r in rows])
+        self._tasks = file_groups(tasks, [int(r["size"] or 0) for r in rows])
 
     def _plan_changes(self, opts: dict[str, str]) -> None:
         """A change-feed read: the plan's file reads become the tasks."""
@@ -182,7 +161,7 @@ class DeltaDataSource(DataSource):
             tasks.append(
                 ChangeTask(json.dumps(spec), None if rows is None else tuple(rows.tolist()))
             )
-        self._tasks = group_files(tasks, [1] * len(tasks))
+        self._tasks = file_groups(tasks, [1] * len(tasks))
 
     def _plan_stream(self, opts: dict[str, str]) -> None:
         """A streaming read: the table as it is now gives the schema and the table id; the

@@ -2,7 +2,7 @@
 
 :func:`install` wraps ``SparkSession.sql`` and ``SparkSession.table`` of both session classes
 (as :mod:`deltalog.spark.bridge` wraps the writers). Each statement is parsed
-(:mod:`deltalog.spark.sql_statements`); one that is Delta's — it targets ``delta.`path``` or a
+(:mod:`deltalog.sql.statements`); one that is Delta's — it targets ``delta.`path``` or a
 name deltalog's catalog holds, or is one of Delta's own statements — runs through deltalog's
 APIs and returns the DataFrame delta-spark returns. Everything else reaches Spark's own ``sql``
 as the very text it was given.
@@ -27,7 +27,7 @@ from deltalog import errors
 from deltalog.spark import captured, names
 from deltalog.spark.bridge import _reader_classes
 from deltalog.spark.session import pyspark_classes
-from deltalog.spark.sql_statements import DIALECT, Parsed, SqlSyntaxError, TableRef, parse
+from deltalog.sql.statements import DIALECT, Parsed, SqlSyntaxError, TableRef, parse
 
 _ORIGINAL = "_deltalog_original_sql"
 VIEW_PREFIX = "__deltalog_"

@@ -16,7 +16,7 @@ from deltalog.delta_log import DeltaLog
 from deltalog.schema import DataType, parse_schema
 from deltalog.spark import names
 from deltalog.spark.sql_dml import empty
-from deltalog.spark.sql_statements import (
+from deltalog.sql.statements import (
     AlterColumn,
     ClusterBy,
     DropColumns,

@@ -21,7 +21,7 @@ from deltalog.paths import location_uri
 from deltalog.spark import names, sql_alter
 from deltalog.spark.catalog_api import like
 from deltalog.spark.sql_dml import empty
-from deltalog.spark.sql_statements import (
+from deltalog.sql.statements import (
     Clone,
     ConvertToDelta,
     DescribeDetail,

@@ -18,7 +18,7 @@ from deltalog import errors
 from deltalog.spark import names
 from deltalog.spark.sql import NOT_DELTA, table_ref
 from deltalog.spark.sql_dml import empty, property_pair, target_of
-from deltalog.spark.sql_statements import DIALECT, Parsed
+from deltalog.sql.statements import DIALECT, Parsed
 from deltalog.txn.operations import Operation
 
 CONSTRAINT_PREFIX = "delta.constraints."

@@ -17,7 +17,7 @@ from sqlglot import exp
 from deltalog import errors
 from deltalog.spark import names
 from deltalog.spark.sql import NOT_DELTA, query_dataframe, table_ref
-from deltalog.spark.sql_statements import DIALECT, Parsed
+from deltalog.sql.statements import DIALECT, Parsed
 
 AFFECTED_SCHEMA = "num_affected_rows long"
 

@@ -62,7 +62,7 @@ def _markers(text: str) -> list[tuple[int, int, str | None]]:
     import sqlglot
     from sqlglot.tokens import TokenType
 
-    from deltalog.spark.sql_statements import DIALECT
+    from deltalog.sql.statements import DIALECT
 
     tokens = sqlglot.tokenize(text, read=DIALECT)
     at = 0

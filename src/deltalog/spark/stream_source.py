@@ -35,7 +35,7 @@ from deltalog.change_data_feed import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERS
 from deltalog.delta_log import DeltaLog
 from deltalog.paths import resolve
 from deltalog.schema import parse_schema
-from deltalog.spark.source import ChangeTask, DeltaReader, FileGroup, FileTask, group_files
+from deltalog.spark.source import ChangeTask, DeltaReader, FileGroup, FileTask, file_groups
 from deltalog.streaming.options import AdmissionLimits, SourceOptions, StreamConfig
 from deltalog.streaming.source_plan import SourcePlanner, StreamBatch
 
@@ -95,7 +95,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         planner = self.planner
         batch = planner.batch(planner.parse(start), planner.parse(end))
         tasks, sizes = self._tasks(batch)
-        return group_files(tasks, sizes, min_tasks=STREAM_MIN_TASKS)
+        return file_groups(tasks, sizes, min_tasks=STREAM_MIN_TASKS)
 
     def commit(self, end: dict) -> None:
         self.planner.forget_before(self.planner.parse(end))

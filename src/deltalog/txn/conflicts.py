@@ -43,7 +43,6 @@ from deltalog.actions import (
     Protocol,
     action_from_json,
 )
-from deltalog.data_skipping import files_matching
 from deltalog.errors import manage as manage_errors
 from deltalog.features import (
     check_read_supported,
@@ -51,6 +50,7 @@ from deltalog.features import (
     is_feature_supported,
 )
 from deltalog.log.filenames import LOG_DIR, commit_name
+from deltalog.scan.skipping import files_matching
 from deltalog.schema import parse_schema
 from deltalog.txn.read_set import (
     SNAPSHOT_ISOLATION,

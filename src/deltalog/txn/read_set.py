@@ -22,7 +22,7 @@ from deltalog.actions import (
 from deltalog.log.file_state import canonical_path
 
 if TYPE_CHECKING:
-    from deltalog.predicate import Predicate
+    from deltalog.scan.predicate import Predicate
     from deltalog.snapshot import Snapshot
 
 SERIALIZABLE = "Serializable"

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from deltalog import errors
 from deltalog.actions import Action, Metadata, Protocol
-from deltalog.predicate import Predicate, parse_predicate
+from deltalog.scan.predicate import Predicate, parse_predicate
 from deltalog.txn.operations import Operation
 from deltalog.txn.read_set import ISOLATION_LEVELS, ReadSet
 
@@ -119,7 +119,7 @@ class Transaction:
         if parsed is None:
             files = self._snapshot.all_files_arrow()
         else:
-            from deltalog.data_skipping import files_matching
+            from deltalog.scan.skipping import files_matching
 
             snap = self._snapshot
             files = files_matching(

@@ -20,7 +20,7 @@ tools): the same semantics and commits as the Spark commands (:mod:`deltalog.spa
   are not evaluated here), and so are assignments to identity columns.
 
 Each command commits once, with the reference's operation parameters and metrics, which it
-returns. Conditions use the SQL subset :mod:`deltalog.row_filter` evaluates (comparisons with
+returns. Conditions use the SQL subset :mod:`deltalog.scan.row_filter` evaluates (comparisons with
 literals, IN, IS [NOT] NULL, BETWEEN, AND/OR/NOT); anything else raises
 ``UnsupportedFeatureError`` before a byte is written.
 """
@@ -54,8 +54,8 @@ from deltalog.commands.write.write_into_delta import change_data_layout, dml_pla
 from deltalog.data_files import TableLayout, read_parquet, to_logical
 from deltalog.delta_log import DeltaLog
 from deltalog.features import check_write_supported
-from deltalog.predicate import Predicate, PredicateSyntaxError, parse_predicate
-from deltalog.row_filter import evaluate, is_partition_only, is_true, partition_matches
+from deltalog.scan.predicate import Predicate, PredicateSyntaxError, parse_predicate
+from deltalog.scan.row_filter import evaluate, is_partition_only, is_true, partition_matches
 from deltalog.schema import to_arrow
 from deltalog.txn import operations
 from deltalog.write.file_writer import DataFileWriter

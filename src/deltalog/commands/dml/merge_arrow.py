@@ -33,7 +33,7 @@ from deltalog import errors
 from deltalog.commands.dml.arrow import DmlJob, _elapsed_ms
 from deltalog.commands.dml.file_changes import group_row_indexes
 from deltalog.commands.write.identity import identity_columns
-from deltalog.predicate import And, Comparison, Literal, Predicate
+from deltalog.scan.predicate import And, Comparison, Literal, Predicate
 from deltalog.schema import StructField, StructType
 from deltalog.txn import operations
 from deltalog.txn.operations import MergePredicate

@@ -35,7 +35,7 @@ from deltalog.actions import Action, AddFile, RemoveFile
 from deltalog.commands.ddl.create_table import CLUSTERING_DOMAIN
 from deltalog.commands.write.write_into_delta import remove_action
 from deltalog.errors import optimize as optimize_errors
-from deltalog.predicate import (
+from deltalog.scan.predicate import (
     And,
     Predicate,
     columns,
@@ -43,7 +43,7 @@ from deltalog.predicate import (
     parse_predicate,
     simple_string,
 )
-from deltalog.row_filter import partition_matches
+from deltalog.scan.row_filter import partition_matches
 from deltalog.table_properties import TableProperties
 from deltalog.txn import operations
 

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
-from deltalog.predicate import Opaque, Predicate, PredicateSyntaxError, parse_predicate
-from deltalog.row_filter import evaluate, is_true
+from deltalog.scan.predicate import Opaque, Predicate, PredicateSyntaxError, parse_predicate
+from deltalog.scan.row_filter import evaluate, is_true
 from deltalog.schema import StructType
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from deltalog.actions import AddFile, RemoveFile
 from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logical
 from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.paths import resolve
-from deltalog.row_filter import evaluate, is_true
+from deltalog.scan.row_filter import evaluate, is_true
 from deltalog.write.file_writer import DataFileWriter
 
 if TYPE_CHECKING:

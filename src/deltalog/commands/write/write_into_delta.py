@@ -27,8 +27,14 @@ import pyarrow as pa
 from deltalog import errors
 from deltalog.actions import Action, AddFile, Metadata, RemoveFile, SetTransaction
 from deltalog.features import check_write_supported
-from deltalog.predicate import Predicate, PredicateSyntaxError, columns, has_opaque, parse_predicate
-from deltalog.row_filter import PartitionMatcher, partition_matches
+from deltalog.scan.predicate import (
+    Predicate,
+    PredicateSyntaxError,
+    columns,
+    has_opaque,
+    parse_predicate,
+)
+from deltalog.scan.row_filter import PartitionMatcher, partition_matches
 from deltalog.schema import StructType, as_nullable, drop_column_mapping_metadata, parse_schema
 from deltalog.table_properties import TableProperties, validate_new_properties
 from deltalog.txn import operations
@@ -427,7 +433,7 @@ def _parse_replace_where(table: str, options: WriteOptions) -> Predicate | None:
     try:
         return parse_predicate(options.replace_where)
     except PredicateSyntaxError:
-        from deltalog.predicate import Opaque
+        from deltalog.scan.predicate import Opaque
 
         return Opaque(options.replace_where)
 
@@ -522,7 +528,7 @@ def _replaced_files(
 
 def _partition_only(plan: WritePlan) -> bool:
     """Whether the ``replaceWhere`` names partition columns only."""
-    from deltalog.predicate import Opaque
+    from deltalog.scan.predicate import Opaque
 
     predicate = plan.replace_predicate
     if predicate is None or isinstance(predicate, Opaque):

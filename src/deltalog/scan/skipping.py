@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from deltalog.partition_values import typed_partition_column
-from deltalog.predicate import (
+from deltalog.scan.predicate import (
     And,
     Comparison,
     In,

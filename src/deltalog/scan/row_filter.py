@@ -2,8 +2,9 @@
 
 The Python writer needs this where Spark would evaluate the expression: which rows of a file a
 ``replaceWhere`` removes, and whether the rows written satisfy it. Only the subset of
-:mod:`deltalog.predicate` is understood; anything else (:class:`~deltalog.predicate.Opaque`)
-raises, so a condition is never guessed. Spark writers evaluate the original SQL text instead.
+:mod:`deltalog.scan.predicate` is understood; anything else
+(:class:`~deltalog.scan.predicate.Opaque`) raises, so a condition is never guessed. Spark
+writers evaluate the original SQL text instead.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
-from deltalog.data_skipping import COMPARE
 from deltalog.partition_values import typed_partition_values
-from deltalog.predicate import (
+from deltalog.scan.predicate import (
     And,
     Comparison,
     In,
@@ -31,6 +31,7 @@ from deltalog.predicate import (
     columns,
     has_opaque,
 )
+from deltalog.scan.skipping import COMPARE
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
