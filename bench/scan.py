@@ -128,8 +128,8 @@ def main() -> None:
     import deltalog
     from deltalog import DeltaLog
     from deltalog.scan.plan import scan_inputs
-    from deltalog.spark.bridge import load_with_python_source
-    from deltalog.spark.scan import read_snapshot
+    from deltalog.spark.patches.dataframe_io import load_with_python_source
+    from deltalog.spark.read.scan import read_snapshot
     from deltalog.spark.session import get_or_create_session
     from deltalog.tables import DeltaTable
 

@@ -44,7 +44,7 @@ _LAZY: dict[str, str] = {
     "InMemoryLogReplay": "deltalog.log.replay",
     "LogSegment": "deltalog.log.segment",
     "Snapshot": "deltalog.snapshot",
-    "configure_spark_with_delta_pip": "deltalog.spark.configure",
+    "configure_spark_with_delta_pip": "deltalog.spark.api.configure",
 }
 
 
@@ -169,7 +169,7 @@ def optimize(
 
 
 # The Spark file-state engine, named lazily so that importing deltalog never imports pyspark.
-register_engine("spark", "deltalog.spark.state:SparkState")
+register_engine("spark", "deltalog.spark.read.state:SparkState")
 
 
 def register(spark: object) -> str:
@@ -193,11 +193,11 @@ def register(spark: object) -> str:
     ensure_worker_python(spark)
     _install_sql()
     if importlib.util.find_spec("pyspark.sql.datasource") is None:
-        from deltalog.spark.bridge import install
+        from deltalog.spark.patches.dataframe_io import install
 
         install("delta", reads=True)
         return "delta"
-    from deltalog.spark.source import register as register_source
+    from deltalog.spark.read.source import register as register_source
 
     return register_source(spark)
 
@@ -208,6 +208,6 @@ def _install_sql() -> None:
 
     if importlib.util.find_spec("sqlglot") is None:
         return
-    from deltalog.spark.sql import install
+    from deltalog.spark.sql.dispatch import install
 
     install()

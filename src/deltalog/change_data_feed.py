@@ -4,7 +4,7 @@ contributes (``changesToDF``), as a plan of file reads an engine executes.
 
 A plan is Arrow: one row per (commit, file, change type) with the rows of the file to keep, so
 a range of many commits and files stays columnar and the rows themselves are read by Spark
-(:mod:`deltalog.spark.changes`). Rules, PROTOCOL.md "Change Data Files" and the reference:
+(:mod:`deltalog.spark.read.changes`). Rules, PROTOCOL.md "Change Data Files" and the reference:
 
 * a commit with ``cdc`` actions contributes the rows of its change files only (their
   ``_change_type`` column says what each row is);

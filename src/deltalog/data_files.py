@@ -3,7 +3,7 @@ mapped to logical ones (by name or parquet field id, nested too), cast to the ta
 types (type widening), partition columns added.
 
 The engine-free reader: the Python data source runs it on executors, the CLI on the driver.
-Spark's JVM reader (:mod:`deltalog.spark.scan`) is the fast path for big scans.
+Spark's JVM reader (:mod:`deltalog.spark.read.scan`) is the fast path for big scans.
 """
 
 from __future__ import annotations

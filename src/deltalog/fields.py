@@ -2,7 +2,7 @@
 
 Each action class declares ``FIELDS``, a tuple of :class:`Field`. The JSON codec
 (:mod:`deltalog.actions`), the Arrow log schema (here) and the Spark ``StructType`` log schema
-(:mod:`deltalog.spark.log_schema`) are all computed from those tuples, so they cannot drift.
+(:mod:`deltalog.spark.read.log_schema`) are all computed from those tuples, so they cannot drift.
 
 The types are the handful the Delta log uses (PROTOCOL.md, "Actions"): strings, 32- and 64-bit
 integers, booleans, string-to-string maps, arrays and nested structs.

@@ -3,7 +3,7 @@
 The non-file state (protocol, metadata, transactions, domain metadata) is always replayed on the
 driver; it is small. The file state (live adds, tombstones) comes from one of two engines that give
 the same answer: the driver engine (pyarrow, the default) or the Spark engine
-(:mod:`deltalog.spark.state`), chosen by the size of the log unless overridden.
+(:mod:`deltalog.spark.read.state`), chosen by the size of the log unless overridden.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Snapshot:
         self.engine = engine
         self._replay = replay
         self._last_commit_info = last_commit_info
-        self._spark_state = spark_state  # deltalog.spark.state.SparkState when engine == "spark"
+        self._spark_state = spark_state  # spark.read.state.SparkState when engine == "spark"
         if replay.current_protocol is None:
             raise errors.state_recover_error(table_root, "protocol", segment.version)
         if replay.current_metadata is None:

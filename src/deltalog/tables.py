@@ -1,6 +1,6 @@
 """``from deltalog.tables import DeltaTable``: delta-spark's read API (needs pyspark)."""
 
-from deltalog.spark.tables import (
+from deltalog.spark.api.delta_table import (
     DeltaTable,
     DeltaTableBuilder,
     IdentityGenerator,

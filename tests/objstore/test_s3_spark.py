@@ -12,10 +12,10 @@ import deltalake
 import pyarrow as pa
 import pytest
 
-from deltalog.spark.scan import scan_dataframe
+from deltalog.spark.api.delta_table import DeltaTable, read_changes
+from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.storage import jvm_reads
-from deltalog.spark.tables import DeltaTable, read_changes
-from deltalog.spark.write import write_dataframe
+from deltalog.spark.write.batch import write_dataframe
 
 SECRET = "do-not-print-this-secret"
 

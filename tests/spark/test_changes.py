@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import deltalog
-from deltalog.spark.bridge import load_with_python_source
-from deltalog.spark.changes import scan_tasks
+from deltalog.spark.patches.dataframe_io import load_with_python_source
+from deltalog.spark.read.changes import scan_tasks
 from deltalog.spark.session import to_arrow
 from deltalog.table_properties import parse_byte_size
 from deltalog.tables import read_changes
@@ -126,7 +126,7 @@ def test_bulk_scans_give_the_same_rows(
 ) -> None:
     # Every whole-file group of a commit read by a scan of its own (literal change columns,
     # partition values from the paths), the rest joined to the plan: the oracle's rows.
-    from deltalog.spark import changes
+    from deltalog.spark.read import changes
 
     monkeypatch.setattr(changes, "BULK_BYTES", 0)
     monkeypatch.setattr(changes, "MAX_BULK_GROUPS", 3)
@@ -147,7 +147,7 @@ def test_bulk_scans_give_the_same_rows(
 def test_bulk_scans_over_connect(
     connect_spark: Any, written: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from deltalog.spark import changes
+    from deltalog.spark.read import changes
 
     monkeypatch.setattr(changes, "BULK_BYTES", 0)
     commit_times_from_commit_info(Path(written))

@@ -13,7 +13,7 @@ import pytest
 
 import deltalog
 from deltalog import DeltaLog, errors, write_table
-from deltalog.spark.dml import delete_actions, start
+from deltalog.spark.commands.dml import delete_actions, start
 from deltalog.tables import DeltaTable
 from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
 
@@ -261,7 +261,13 @@ def test_update_keeps_table_rules(spark: Any, delta: str, tmp_path: Path) -> Non
 def test_merge_row_keys_find_repeats_and_keep_one_row_per_target_row() -> None:
     # The same row index in two files is two target rows; the same file and index twice is
     # one target row matched twice (kept once, with the lowest clause).
-    from deltalog.spark.merge import ACTION, SOURCE_ID, _first_per_row, _has_repeats, _row_keys
+    from deltalog.spark.commands.merge import (
+        ACTION,
+        SOURCE_ID,
+        _first_per_row,
+        _has_repeats,
+        _row_keys,
+    )
 
     rows = pa.table(
         {

@@ -1,4 +1,4 @@
-"""Rows' files as crc32 codes on the way to the driver (deltalog.spark.file_codes)."""
+"""Rows' files as crc32 codes on the way to the driver (deltalog.spark.commands.file_codes)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pyarrow.compute as pc
 
 import deltalog
 from deltalog import DeltaLog
-from deltalog.spark import file_codes
-from deltalog.spark.scan import FILE, ROW, file_keys, scan_dataframe
+from deltalog.spark.commands import file_codes
+from deltalog.spark.read.scan import FILE, ROW, file_keys, scan_dataframe
 
 
 def test_codes_are_sparks_crc32(spark: Any) -> None:

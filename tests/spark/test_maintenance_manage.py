@@ -60,8 +60,8 @@ def test_convert_reads_footers_in_spark_tasks(spark: Any, tmp_path: Path) -> Non
     import time
 
     from deltalog.commands.convert import convert_to_delta
-    from deltalog.spark.convert_footers import THRESHOLD_KEY
-    from deltalog.spark.maintenance_manage import partition_schema
+    from deltalog.spark.commands.convert_footers import THRESHOLD_KEY
+    from deltalog.spark.commands.manage import partition_schema
 
     src = tmp_path / "a"
     rows = pa.table({"id": pa.array(range(60), pa.int64()), "v": [f"v{i}" for i in range(60)]})

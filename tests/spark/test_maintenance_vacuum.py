@@ -72,7 +72,7 @@ def test_vacuum_in_spark_tasks_deletes_what_the_driver_does(spark: Any, tmp_path
 
     import deltalake
 
-    from deltalog.spark.vacuum_ops import SparkFileOps
+    from deltalog.spark.commands.vacuum_jobs import SparkFileOps
 
     path = _table(tmp_path / "a")
     for rel in ("zz/deep/x.bin", "p=b/old.parquet", "_tmp/kept.bin", "p=a/.kept.bin"):

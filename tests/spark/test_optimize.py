@@ -17,7 +17,7 @@ import pytest
 
 import deltalog
 from deltalog import DeltaLog, errors
-from deltalog.spark.optimize import metrics_schema
+from deltalog.spark.commands.optimize import metrics_schema
 from deltalog.tables import DeltaTable
 from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from deltalog import DeltaLog, errors
-from deltalog.spark.bridge import load_with_python_source
-from deltalog.spark.scan import read_snapshot, spark_file_uri
+from deltalog.spark.patches.dataframe_io import load_with_python_source
+from deltalog.spark.read.scan import read_snapshot, spark_file_uri
 from deltalog.spark.session import to_arrow
 from deltalog.tables import DeltaTable, read_table
 from tests.conformance.oracle import TABLES, discover_tables
@@ -460,7 +460,7 @@ def test_directories_are_listed_only_when_they_hold_exactly_the_snapshot(
     directories hold exactly the snapshot's files, and by the file list once they hold more
     (a file a delete removed, not yet vacuumed); the rows are the table's either way."""
     import deltalog
-    from deltalog.spark.listed_read import MIN_FILES
+    from deltalog.spark.read.listed import MIN_FILES
 
     deltalog.register(spark)
     import deltalake
@@ -488,8 +488,8 @@ def test_directory_index_is_checked_against_every_file(spark: Any, tmp_path: Pat
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from deltalog.spark.listed_read import _lists_exactly
-    from deltalog.spark.scan import read_parquet_files
+    from deltalog.spark.read.listed import _lists_exactly
+    from deltalog.spark.read.scan import read_parquet_files
 
     directory = tmp_path / "d"
     directory.mkdir()

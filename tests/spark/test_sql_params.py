@@ -1,4 +1,4 @@
-"""Parameter markers in Delta's statements (``deltalog.spark.sql_params``): binding is checked
+"""Parameter markers in Delta's statements (``deltalog.spark.sql.params``): binding is checked
 on text alone, literals against Spark's own ``lit``, statements end to end with deltalake."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 import deltalog
 from deltalog import errors
-from deltalog.spark.sql_params import bind, literal_sql
+from deltalog.spark.sql.params import bind, literal_sql
 
 
 @pytest.mark.parametrize(

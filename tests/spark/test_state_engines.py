@@ -10,7 +10,7 @@ import pytest
 
 from deltalog import DeltaLog, errors
 from deltalog.log.replay import InMemoryLogReplay
-from deltalog.spark.state import replay_partition
+from deltalog.spark.read.state import replay_partition
 from tests.conformance.oracle import TABLES
 
 pytestmark = pytest.mark.spark
@@ -187,7 +187,7 @@ def test_v2_checkpoint_sidecars_written_in_spark_tasks(spark: Any, tmp_path: Pat
 
     import deltalog
     from deltalog.log.reader import checkpoint_sidecar_paths
-    from deltalog.spark.state import CHECKPOINT_THRESHOLD_KEY
+    from deltalog.spark.read.state import CHECKPOINT_THRESHOLD_KEY
     from deltalog.storage.local import LocalLogStore
     from tests.conformance.rows import canonical, duckdb_rows
     from tests.unit.test_checkpoint_writer import drop_log_files_through

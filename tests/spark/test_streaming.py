@@ -72,7 +72,7 @@ def test_source_to_sink_exactly_once_and_a_replayed_batch_is_skipped(
 ) -> None:
     from pyspark.sql.streaming import StreamingQuery
 
-    from deltalog.spark.stream_sink import DeltaStreamSink, write_batch
+    from deltalog.spark.streaming.sink import DeltaStreamSink, write_batch
 
     src, sink, ckpt = tmp_path / "src", tmp_path / "sink", tmp_path / "ckpt"
     for i in range(3):
@@ -164,7 +164,7 @@ def test_change_feed_stream_and_deletes_per_option(spark: Any, tmp_path: Path) -
 def test_foreach_batch_merge_upsert_complete_mode_and_idempotent_writes(
     spark: Any, tmp_path: Path
 ) -> None:
-    from deltalog.spark.tables import DeltaTable
+    from deltalog.spark.api.delta_table import DeltaTable
 
     src, target, audit = tmp_path / "src", tmp_path / "target", tmp_path / "audit"
     data = [{"id": [1, 2], "v": ["a", "b"]}, {"id": [2, 3], "v": ["B", "c"]}]
@@ -288,7 +288,7 @@ _KILLED = """
 import os, signal, sys
 from pyspark.sql import SparkSession
 import deltalog
-import deltalog.spark.stream_sink as sink_module
+import deltalog.spark.streaming.sink as sink_module
 src, sink, ckpt = sys.argv[1:4]
 spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
 deltalog.register(spark)

@@ -12,7 +12,7 @@
   with their given types); two files disagreeing on a column's type is an error. Each file's
   ``add.stats`` (``numRecords``, min/max, null counts) comes from its footer. Footers are read
   through the ``footer_reader`` seam: on a thread pool by default (:func:`read_footers`); the
-  Spark layer reads them in tasks for many files (:mod:`deltalog.spark.convert_footers`).
+  Spark layer reads them in tasks for many files (:mod:`deltalog.spark.commands.convert_footers`).
 * Version 0 is committed with operation ``CONVERT`` (``numFiles``, ``partitionedBy``,
   ``collectStats``, ``sourceFormat``; metric ``numConvertedFiles``), then checkpointed, as the
   reference's ``commitLarge``. A directory that is already a Delta table is left alone.

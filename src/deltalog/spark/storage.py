@@ -111,7 +111,7 @@ def load_through_seam(spark: Any, table_root: str, options: Mapping[str, str]) -
     """A load of the ``deltalog`` Python data source with ``options`` and this bucket's
     storage options (its planner runs in a Python worker of its own, which sees only the
     load's options; Spark's plans do not show them)."""
-    from deltalog.spark.source import DeltalogDataSource
+    from deltalog.spark.read.source import DeltalogDataSource
 
     spark.dataSource.register(DeltalogDataSource)
     reader = spark.read.format("deltalog").options(**options)

@@ -1,7 +1,7 @@
 """The Delta sink's part of a streaming query's progress, engine-free.
 
 A micro-batch the sink commits carries ``txn(appId = the query's id, version = the batch id)``
-(see :mod:`deltalog.spark.stream_sink`), so the table's log alone says which Delta version
+(see :mod:`deltalog.spark.streaming.sink`), so the table's log alone says which Delta version
 holds a given batch. :func:`find_batch_commits` finds those versions by reading commits back
 from the latest one; :func:`with_sink_progress` writes them into a progress's JSON (the shape
 Spark's ``StreamingQueryProgress.json`` has), so a ``foreachBatch``-based sink can still show

@@ -1,6 +1,6 @@
 """DELETE, UPDATE and MERGE from plain Python on pyarrow, no Spark (for small jobs, tests and
-tools): the same semantics and commits as the Spark commands (:mod:`deltalog.spark.dml`,
-:mod:`deltalog.spark.merge`), with every row on this process.
+tools): the same semantics and commits as the Spark commands (:mod:`deltalog.spark.commands.dml`,
+:mod:`deltalog.spark.commands.merge`), with every row on this process.
 
 * A row is deleted or updated where the condition is TRUE; FALSE and NULL keep it as it is.
 * A DELETE with no condition, or with one on partition columns only, removes whole files

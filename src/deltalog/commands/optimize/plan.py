@@ -1,7 +1,7 @@
 """OPTIMIZE without an engine: which files to rewrite, how to commit them, what to report
 (reference ``OptimizeTableCommand``, ``OptimizeTableStrategy``, ``OptimizeStats``; writes.md §4.5).
 
-The engines (Spark in :mod:`deltalog.spark.optimize`, pyarrow in
+The engines (Spark in :mod:`deltalog.spark.commands.optimize`, pyarrow in
 :mod:`deltalog.commands.optimize.arrow`) turn each :class:`Bin` into new files; everything
 else is decided here:
 

@@ -3,7 +3,8 @@
 
 :class:`VacuumFileOps` has two verbs, the FULL listing and the deletes. :class:`DriverFileOps`,
 the default, does both in this process (one recursive listing, deletes on a thread pool); the
-Spark layer's implementation (:mod:`deltalog.spark.vacuum_ops`) lists the table's top-level
+Spark layer's implementation (:mod:`deltalog.spark.commands.vacuum_jobs`) lists the table's
+top-level
 directories and deletes in Spark tasks. Both must give the same listing for the same files:
 they share :func:`~deltalog.commands.vacuum.files.filter_listing`, and the split listing
 (:func:`~deltalog.commands.vacuum.files.top_level` plus

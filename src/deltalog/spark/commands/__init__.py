@@ -1,0 +1,3 @@
+"""Commands spread over Spark: DELETE and UPDATE (``dml``), MERGE (``merge``), OPTIMIZE,
+VACUUM (``vacuum``, ``vacuum_jobs``), RESTORE, CLONE and CONVERT (``manage``,
+``convert_footers``); the plans and commits are the core's (:mod:`deltalog.commands`)."""

@@ -1,0 +1,301 @@
+"""The change data feed as a Spark DataFrame (reference ``CDCReaderImpl.changesToBatchDF``).
+
+The plan (:func:`deltalog.change_data_feed.plan_changes`) names every file read of the range;
+here Spark's parquet reader reads them all in one scan per kind (data files, change files), so
+the rows of a long range are read in parallel across the cluster:
+
+* each row is joined to the plan rows of its file (a file added in one commit and removed in a
+  later one is read once and appears twice: as inserts and as deletes);
+* deletion vectors select rows by ``_metadata.row_index``: all rows, all but the vector's, or
+  only the listed ones (a vector replaced inside a commit);
+* partition values, the change type, the commit version and the commit timestamp come from the
+  plan; change files bring their own ``_change_type``;
+* a commit's large whole-file reads of one change type (a first write, an overwrite) get a scan
+  of their own with the change columns as literals and partition values from the paths, so
+  their rows skip the join (:func:`_bulk_groups`);
+* each scan is coalesced to the tasks its bytes need (:func:`scan_tasks`): a busy table's range
+  is mostly tiny files, which Spark's split planning (4 MB assumed per file open) spreads over
+  dozens of tasks of milliseconds of work each.
+
+Output: the table's columns at the range's end (logical names), then ``_change_type``,
+``_commit_version`` and ``_commit_timestamp`` (``cdcReadSchema``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.change_data_feed import (
+    ALL_ROWS,
+    CHANGE_TYPE,
+    COMMIT_TIMESTAMP,
+    COMMIT_VERSION,
+    EXCEPT_ROWS,
+    ONLY_ROWS,
+    CdfBounds,
+    ChangePlan,
+    cdc_read_schema,
+    plan_changes,
+    resolve_range,
+)
+from deltalog.partition_values import typed_partition_values
+from deltalog.scan.plan import partitions_from_paths, spark_file_uris
+from deltalog.schema import PrimitiveType, StructField, StructType
+from deltalog.spark.read.scan import (
+    FIELD_ID_READ,
+    FILE,
+    ROW,
+    arrow_to_df,
+    logical_columns,
+    physical_field,
+    read_files_or_raise,
+)
+from deltalog.spark.schema import to_spark_schema
+from deltalog.spark.session import conf_get, ensure_no_listing_job
+from deltalog.spark.storage import changes_through_seam, jvm_reads
+from deltalog.table_properties import parse_byte_size
+
+if TYPE_CHECKING:
+    from deltalog.delta_log import DeltaLog
+    from deltalog.storage.base import LogStore
+
+SPEC, MODE, HIT = "__deltalog_spec", "__deltalog_mode", "__deltalog_hit"
+# Plans up to this many file reads are broadcast to the scans.
+BROADCAST_ROWS = 200_000
+# A commit's whole-file reads of one change type of at least this many bytes get a scan of
+# their own without the join to the plan (:func:`_bulk_groups`); at most this many such scans.
+BULK_BYTES = 8 * 2**20
+MAX_BULK_GROUPS = 8
+
+
+def read_changes(spark: Any, log: DeltaLog, options: Mapping[str, str]) -> Any:
+    """The change feed of the table for the range in ``options`` (delta-spark's names:
+    ``startingVersion`` / ``startingTimestamp``, ``endingVersion`` / ``endingTimestamp``).
+
+    Raises:
+        DeltaError: the typed errors of :func:`resolve_range` and :func:`plan_changes`.
+    """
+    zone = conf_get(spark, "spark.sql.session.timeZone", "UTC")
+    cdf_range = resolve_range(
+        log, CdfBounds.from_options(options, table=log.table_root), time_zone=zone
+    )
+    return changes_to_df(spark, plan_changes(log, cdf_range), log.store)
+
+
+def changes_to_df(spark: Any, plan: ChangePlan, store: LogStore) -> Any:
+    """The rows of ``plan`` as a DataFrame with :func:`cdc_read_schema`."""
+    snapshot = plan.snapshot
+    schema = snapshot.schema
+    out_schema = to_spark_schema(cdc_read_schema(schema))
+    if plan.files.num_rows == 0:
+        return spark.createDataFrame([], out_schema)
+    if not jvm_reads(spark, snapshot.table_root):  # an object store without its Hadoop jars
+        return changes_through_seam(spark, snapshot.table_root, plan.range.start, plan.range.end)
+    mode = snapshot.column_mapping_mode
+    partition_names = {c.lower() for c in snapshot.partition_columns}
+    data_fields = [f for f in schema.fields if f.name.lower() not in partition_names]
+    physical = StructType(tuple(physical_field(f, mode) for f in data_fields))
+    ensure_no_listing_job(spark)
+    if mode == "id":
+        spark.conf.set(FIELD_ID_READ, "true")
+    is_cdc = plan.files["is_cdc"]
+    data, cdc = plan.files.filter(pc.invert(is_cdc)), plan.files.filter(is_cdc)
+    bulk, joined = _bulk_groups(plan, data)
+    parts = [_bulk_scan(spark, plan, group, store) for group in bulk]
+    joined_and_cdc = pa.concat_tables([joined, cdc])
+    specs = _specs(spark, plan, joined_and_cdc, mode) if joined_and_cdc.num_rows else None
+    data_paths = _distinct(joined["path"])
+    if data_paths:
+        selects = not pc.all(pc.equal(joined["mode"], ALL_ROWS)).as_py()
+        df = _scan(spark, physical, data_paths, plan, store, row_index=selects)
+        assert specs is not None
+        df = _select_rows(spark, plan, joined, df.join(specs, on=FILE, how="inner"))
+        parts.append(df.drop(FILE))
+    cdc_paths = _distinct(cdc["path"])
+    if cdc_paths:
+        change_fields = (*physical.fields, StructField(CHANGE_TYPE, PrimitiveType("string"), True))
+        df = _scan(spark, StructType(change_fields), cdc_paths, plan, store, row_index=False)
+        assert specs is not None
+        df = df.join(specs.drop(CHANGE_TYPE), on=FILE, how="inner")
+        parts.append(df.drop(FILE, SPEC, MODE, ROW))
+    df = parts[0]
+    for other in parts[1:]:
+        df = df.unionByName(other)
+    table_columns = logical_columns(df, schema, partition_names, mode)
+    return df.select(*table_columns, CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
+
+
+def _distinct(paths: pa.ChunkedArray) -> list[str]:
+    return [str(p) for p in pc.unique(paths).to_pylist()]
+
+
+def _scan(
+    spark: Any,
+    physical: StructType,
+    paths: list[str],
+    plan: ChangePlan,
+    store: LogStore,
+    *,
+    row_index: bool,
+    joined: bool = True,
+    base_path: str | None = None,
+) -> Any:
+    """Spark's parquet reader over ``paths``, coalesced to the tasks their bytes need; for a
+    scan ``joined`` to the plan, with each row's file (:data:`FILE`) and, when a deletion
+    vector selects rows, its index (:data:`ROW`: generating it costs every file). Partition
+    columns come from the directories under ``base_path`` when given."""
+    root = plan.snapshot.table_root
+    schema = to_spark_schema(physical)
+    df = read_files_or_raise(spark, schema, paths, root, store, base_path=base_path)
+    if joined:
+        columns = [df["_metadata.file_path"].alias(FILE)]
+        if row_index:
+            columns.append(df["_metadata.row_index"].alias(ROW))
+        df = df.select("*", *columns)
+    tasks = scan_tasks(spark, _bytes(plan, paths))
+    return df if tasks is None else df.coalesce(tasks)
+
+
+def _bytes(plan: ChangePlan, paths: list[str]) -> int:
+    """Bytes of the distinct files ``paths`` (a file read twice in the plan counts once)."""
+    files = plan.files.filter(pc.is_in(plan.files["path"], pa.array(paths, pa.string())))
+    sizes = files.group_by("path").aggregate([("size", "max")])["size_max"]
+    return int(pc.sum(pc.fill_null(sizes, 0)).as_py() or 0)
+
+
+def _bulk_groups(plan: ChangePlan, data: pa.Table) -> tuple[list[pa.Table], pa.Table]:
+    """The data-file reads of ``data`` worth a scan of their own, grouped, and the rest.
+
+    A group is every whole-file read (no deletion vector) of one commit and change type, of at
+    least :data:`BULK_BYTES` (a table's first write, an overwrite): its version, change type and
+    timestamp are literals and its partition values come from the paths, so its rows skip the
+    join to the plan. Groups whose files are not all in their hive partition directories stay
+    joined, as do the small reads of a busy range (one scan for all of them is cheaper than a
+    scan each). At most :data:`MAX_BULK_GROUPS`, the largest.
+    """
+    snapshot = plan.snapshot
+    whole = data.filter(pc.equal(data["mode"], ALL_ROWS))
+    if whole.num_rows == 0:
+        return [], data
+    sizes = whole.group_by(["version", "change_type"]).aggregate(
+        [("size", "sum"), ("path", "count"), ("path", "count_distinct")]
+    )
+    sizes = sizes.filter(pc.greater_equal(sizes["size_sum"], BULK_BYTES))
+    sizes = sizes.filter(pc.equal(sizes["path_count"], sizes["path_count_distinct"]))
+    groups: list[pa.Table] = []
+    for key in sizes.sort_by([("size_sum", "descending")]).to_pylist()[:MAX_BULK_GROUPS]:
+        in_group = pc.and_(
+            pc.equal(whole["version"], key["version"]),
+            pc.equal(whole["change_type"], key["change_type"]),
+        )
+        group = whole.filter(in_group)
+        if snapshot.partition_columns and not partitions_from_paths(
+            snapshot, group, group["path"].combine_chunks()
+        ):
+            continue
+        groups.append(group)
+    if not groups:
+        return [], data
+    taken = pa.concat_arrays([g["spec_id"].combine_chunks() for g in groups])
+    return groups, data.filter(pc.invert(pc.is_in(data["spec_id"], taken)))
+
+
+def _bulk_scan(spark: Any, plan: ChangePlan, group: pa.Table, store: LogStore) -> Any:
+    """The rows of one :func:`_bulk_groups` group, with the change columns as literals."""
+    from pyspark.sql import functions as F
+
+    snapshot = plan.snapshot
+    mode = snapshot.column_mapping_mode
+    fields = StructType(tuple(physical_field(f, mode) for f in snapshot.schema.fields))
+    base_path = snapshot.table_root if snapshot.partition_columns else None
+    paths = _distinct(group["path"])
+    df = _scan(
+        spark, fields, paths, plan, store, row_index=False, joined=False, base_path=base_path
+    )
+    first = group.slice(0, 1).to_pylist()[0]
+    micros = int(first["timestamp"]) * 1000
+    return df.select(
+        "*",
+        F.lit(first["change_type"]).alias(CHANGE_TYPE),
+        F.lit(int(first["version"])).cast("long").alias(COMMIT_VERSION),
+        F.expr(f"timestamp_micros({micros})").alias(COMMIT_TIMESTAMP),
+    )
+
+
+def scan_tasks(spark: Any, total_bytes: int) -> int | None:
+    """Tasks for a scan of ``total_bytes``: one per ``spark.sql.files.maxPartitionBytes``, at
+    least ``spark.sql.files.minPartitionNum`` (default: the cluster's parallelism).
+
+    Spark's own splits pad every file with ``spark.sql.files.openCostInBytes`` (4 MB), so a
+    thousand 10 kB files become ~32 tasks on 2 cores; the coalesce keeps its splits and runs
+    them in fewer tasks, never more (it is lazy, narrow, and a no-op for large files). ``None``
+    where the parallelism is unknown (Spark Connect: no SparkContext).
+    """
+    try:
+        parallelism = int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect
+        return None
+    minimum = conf_get(spark, "spark.sql.files.minPartitionNum", "")
+    floor = int(minimum) if minimum.isdigit() else parallelism
+    per_task = parse_byte_size(conf_get(spark, "spark.sql.files.maxPartitionBytes", "128m"))
+    per_task = max(per_task or 128 * 2**20, 1)
+    return max(floor, math.ceil(total_bytes / per_task), 1)
+
+
+def _select_rows(spark: Any, plan: ChangePlan, files: pa.Table, df: Any) -> Any:
+    """Rows of data files as the plan rows ``files`` select them (all, all but a DV's, only
+    listed ones)."""
+    from pyspark.sql import functions as F
+
+    modes = set(pc.unique(files["mode"]).to_pylist())
+    if modes == {ALL_ROWS}:
+        return df.drop(SPEC, MODE, ROW)
+    rows = plan.rows.rename_columns([SPEC, ROW]).append_column(
+        HIT, pa.array([True] * plan.rows.num_rows)
+    )
+    rows_df = arrow_to_df(spark, rows)
+    if plan.rows.num_rows <= BROADCAST_ROWS:
+        rows_df = F.broadcast(rows_df)
+    df = df.join(rows_df, on=[SPEC, ROW], how="left")
+    hit = F.col(HIT).isNotNull()
+    keep = (
+        (F.col(MODE) == ALL_ROWS)
+        | ((F.col(MODE) == EXCEPT_ROWS) & ~hit)
+        | ((F.col(MODE) == ONLY_ROWS) & hit)
+    )
+    return df.where(keep).drop(SPEC, MODE, ROW, HIT)
+
+
+def _specs(spark: Any, plan: ChangePlan, files: pa.Table, mode: str) -> Any:
+    """The plan rows ``files`` as a DataFrame keyed by Spark's file URI, with typed partition
+    values."""
+    from pyspark.sql import functions as F
+
+    snapshot = plan.snapshot
+    raw = [dict(pv or []) for pv in files["partitionValues"].to_pylist()]
+    columns: dict[str, Any] = {
+        FILE: spark_file_uris(files["path"].combine_chunks()),
+        SPEC: files["spec_id"],
+        MODE: files["mode"],
+        CHANGE_TYPE: files["change_type"],
+        COMMIT_VERSION: files["version"],
+        COMMIT_TIMESTAMP: pc.cast(
+            pc.multiply(files["timestamp"], 1000), pa.timestamp("us", tz="UTC")
+        ),
+    }
+    columns.update(
+        typed_partition_values(
+            snapshot.schema,
+            snapshot.partition_columns,
+            raw,
+            column_mapping=mode != "none",
+            table_root=snapshot.table_root,
+        )
+    )
+    specs = arrow_to_df(spark, pa.table(columns))
+    return F.broadcast(specs) if files.num_rows <= BROADCAST_ROWS else specs

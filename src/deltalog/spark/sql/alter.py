@@ -1,0 +1,208 @@
+"""ALTER TABLE's column and clustering changes and SHOW CREATE TABLE, from SQL to the pure core
+(:mod:`deltalog.commands.ddl.alter_columns`, :mod:`deltalog.commands.ddl.show`).
+
+Each returns delta-spark's result: no columns for the ALTER forms, ``createtab_stmt string`` for
+SHOW CREATE TABLE; :data:`~deltalog.spark.sql.dispatch.NOT_DELTA` when the table is not a Delta
+table deltalog knows (then Spark runs the statement itself).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from deltalog.commands.ddl import alter_columns
+from deltalog.delta_log import DeltaLog
+from deltalog.schema import DataType, parse_schema
+from deltalog.spark import names
+from deltalog.spark.sql.dml import empty
+from deltalog.sql.statements import (
+    AlterColumn,
+    ClusterBy,
+    DropColumns,
+    Parsed,
+    RenameColumn,
+    SetLocation,
+    ShowCreateTable,
+)
+
+
+def _target(spark: Any, statement: Any) -> names.Target | None:
+    return names.resolve(spark, statement.table)
+
+
+def alter_column(spark: Any, s: AlterColumn) -> Any:
+    from deltalog.spark.sql.dispatch import NOT_DELTA
+
+    target = _target(spark, s)
+    if target is None:
+        return NOT_DELTA
+    data_type = None if s.data_type is None else _data_type(spark, s.data_type)
+    change = alter_columns.ColumnChange(s.column, data_type, s.comment, s.position, s.nullable)
+    alter_columns.change_column(target.path, change)
+    return _done(spark)
+
+
+def rename_column(spark: Any, s: RenameColumn) -> Any:
+    from deltalog.spark.sql.dispatch import NOT_DELTA
+
+    target = _target(spark, s)
+    if target is None:
+        return NOT_DELTA
+    alter_columns.rename_column(target.path, s.column, s.new_name)
+    return _done(spark)
+
+
+def drop_columns(spark: Any, s: DropColumns) -> Any:
+    from deltalog.spark.sql.dispatch import NOT_DELTA
+
+    target = _target(spark, s)
+    if target is None:
+        return NOT_DELTA
+    alter_columns.drop_columns(target.path, s.columns, if_exists=s.if_exists)
+    return _done(spark)
+
+
+def cluster_by(spark: Any, s: ClusterBy) -> Any:
+    from deltalog.spark.sql.dispatch import NOT_DELTA
+
+    target = _target(spark, s)
+    if target is None:
+        return NOT_DELTA
+    alter_columns.cluster_by(target.path, s.columns)
+    return _done(spark)
+
+
+def show_create_table(spark: Any, s: ShowCreateTable) -> Any:
+    """delta-spark's ``SHOW CREATE TABLE``: one row, ``createtab_stmt``. A managed table shows
+    no LOCATION; path tables are named ``delta.`path```."""
+    from deltalog.commands.ddl import show
+    from deltalog.spark.sql.dispatch import NOT_DELTA
+
+    target = _target(spark, s)
+    if target is None:
+        return NOT_DELTA
+    snapshot = DeltaLog.for_table(target.path).update()
+    if target.entry is not None:
+        name = target.entry.qualified
+        location = None if target.entry.managed else _uri(snapshot.table_root)
+    else:
+        name = f"delta.`{target.path}`"
+        location = _uri(snapshot.table_root)
+    text = show.show_create_table(snapshot, name, location)
+    return spark.createDataFrame([(text,)], "createtab_stmt string")
+
+
+def set_location(spark: Any, s: SetLocation) -> Any:
+    """``ALTER TABLE name SET LOCATION 'path'``: the name now means the Delta table at
+    ``path``, which must have the same schema and partitioning (as delta-spark checks)."""
+    from deltalog import errors
+    from deltalog.catalog import TableEntry
+    from deltalog.spark.sql.dispatch import NOT_DELTA
+
+    target = _target(spark, s)
+    if target is None:
+        return NOT_DELTA
+    if target.entry is None:
+        raise errors.UnsupportedFeatureError(
+            "DELTA_CANNOT_SET_LOCATION_ON_PATH_IDENTIFIER",
+            "Cannot change the location of a path based table.",
+            table=target.path,
+        )
+    old = DeltaLog.for_table(target.path).update()
+    new_log = DeltaLog.for_table(s.location)
+    new = new_log.update()
+    if new.version < 0:
+        raise errors.TableNotFoundError(
+            "DELTA_MISSING_DELTA_TABLE", f"{s.location} is not a Delta table.", table=s.location
+        )
+    if _plain_schema(old) != _plain_schema(new):
+        raise errors.DeltaWriteError(
+            "DELTA_SET_LOCATION_SCHEMA_MISMATCH",
+            f"The schema of the new Delta location is different than the current table schema. "
+            f"original schema: {old.metadata.schema_string} destination schema: "
+            f"{new.metadata.schema_string}",
+            table=target.display,
+        )
+    entry = target.entry
+    moved = TableEntry(entry.database, entry.name, new_log.table_root, managed=False)
+    names.catalog(spark).register(moved, replace=True)
+    return _done(spark)
+
+
+def _plain_schema(snapshot: Any) -> tuple[Any, ...]:
+    """Schema and partitioning without deltalog-internal field metadata (column mapping)."""
+    from deltalog.schema import drop_column_mapping_metadata
+
+    return (
+        drop_column_mapping_metadata(snapshot.schema),
+        tuple(p.lower() for p in snapshot.metadata.partition_columns),
+    )
+
+
+def describe_table(spark: Any, statement: Parsed) -> Any:
+    """``DESCRIBE [TABLE] t`` of a Delta table: Spark's v2 answer (``col_name``,
+    ``data_type``, ``comment``), with the partitioning or clustering section. EXTENDED and
+    column forms go to Spark over deltalog's read (:data:`NOT_DELTA` here)."""
+    from sqlglot import exp
+
+    from deltalog.commands.ddl.show import spark_simple_string
+    from deltalog.spark.sql.dispatch import NOT_DELTA, table_ref
+
+    node = statement.expression
+    table = node.this
+    if node.args.get("style") or node.args.get("partition") or not isinstance(table, exp.Table):
+        return NOT_DELTA
+    ref = table_ref(table)
+    target = None if ref is None or table.args.get("version") else names.resolve(spark, ref)
+    if target is None:
+        return NOT_DELTA
+    from deltalog.commands.optimize.plan import clustering_columns
+
+    snapshot = DeltaLog.for_table(target.path).update()
+    schema = snapshot.schema
+
+    def row(f: Any) -> tuple[str, str, str | None]:
+        comment = f.metadata.get("comment")
+        return (f.name, spark_simple_string(f.type), None if comment is None else str(comment))
+
+    rows = [row(f) for f in schema.fields]
+    for title, columns in (
+        ("# Partition Information", snapshot.metadata.partition_columns),
+        ("# Clustering Information", clustering_columns(snapshot)),
+    ):
+        if columns:
+            rows += [(title, "", ""), ("# col_name", "data_type", "comment")]
+            rows += [row(alter_columns._field(schema, tuple(c.split(".")), "")) for c in columns]
+    return spark.createDataFrame(rows, "col_name string, data_type string, comment string")
+
+
+def _uri(root: str) -> str:
+    """Hadoop's spelling of a local table root (``file:/x``), as delta-spark shows it."""
+    root = root.rstrip("/")
+    if root.startswith("file://"):
+        return "file:" + root[len("file://") :]
+    return root if ":" in root.split("/", 1)[0] else "file:" + root
+
+
+def _data_type(spark: Any, text: str) -> DataType:
+    """A type's SQL text as deltalog's type (Spark parses it, as for CREATE TABLE)."""
+    from deltalog.spark.api.delta_table import DeltaTableBuilder
+
+    type_json = DeltaTableBuilder(spark, "create")._type_json(text)
+    field = {"name": "c", "type": type_json, "nullable": True, "metadata": {}}
+    return parse_schema(json.dumps({"type": "struct", "fields": [field]})).fields[0].type
+
+
+def _done(spark: Any) -> Any:
+    return empty(spark)
+
+
+RUNNERS: dict[type, Any] = {
+    AlterColumn: alter_column,
+    RenameColumn: rename_column,
+    DropColumns: drop_columns,
+    ClusterBy: cluster_by,
+    ShowCreateTable: show_create_table,
+    SetLocation: set_location,
+}

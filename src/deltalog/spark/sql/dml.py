@@ -1,0 +1,434 @@
+"""Spark SQL statements on Delta tables, from sqlglot's AST to deltalog's APIs: DELETE, UPDATE,
+MERGE INTO, INSERT INTO/OVERWRITE and CREATE TABLE [AS SELECT].
+
+Each handler returns :data:`~deltalog.spark.sql.dispatch.NOT_DELTA` when its target is not a Delta
+table (the statement then goes to Spark unchanged), else delta-spark's result DataFrame: one
+``num_affected_rows`` row for DELETE and UPDATE, MERGE's four counts, and no columns for
+INSERT and CREATE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlglot import exp
+
+from deltalog import errors
+from deltalog.spark import names
+from deltalog.spark.sql.dispatch import NOT_DELTA, query_dataframe, table_ref
+from deltalog.sql.statements import DIALECT, Parsed
+
+AFFECTED_SCHEMA = "num_affected_rows long"
+
+
+def empty(spark: Any) -> Any:
+    """The no-column result of a command (what Spark returns for DDL and INSERT)."""
+    from pyspark.sql import types as T
+
+    return spark.createDataFrame([], T.StructType([]))
+
+
+def _sql(node: exp.Expression | None) -> str | None:
+    return None if node is None else node.sql(dialect=DIALECT)
+
+
+def target_of(spark: Any, node: exp.Expression) -> names.Target | None:
+    """The Delta table a statement's target node names, or ``None``."""
+    if isinstance(node, exp.Schema):
+        node = node.this
+    if not isinstance(node, exp.Table):
+        return None
+    ref = table_ref(node)
+    return None if ref is None else names.resolve(spark, ref)
+
+
+def _unqualified(condition: exp.Expression, qualifiers: set[str]) -> exp.Expression:
+    """``condition`` with ``alias.col`` of the target written ``col`` (deltalog's DML
+    resolves the target's columns by name)."""
+
+    def strip(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and node.table.lower() in qualifiers:
+            return exp.column(node.this.copy())
+        return node
+
+    return condition.transform(strip)
+
+
+def _qualifiers(node: exp.Table) -> set[str]:
+    out = {node.name.lower()}
+    if node.alias:
+        out.add(node.alias.lower())
+    return out
+
+
+def _table(spark: Any, target: names.Target) -> Any:
+    from deltalog.spark.api.delta_table import DeltaTable
+
+    return DeltaTable.forPath(spark, target.path)
+
+
+def _metric(table: Any, version: int | None, key: str) -> int:
+    """``operationMetrics[key]`` of the commit ``version`` (0 when nothing was committed)."""
+    if version is None:
+        return 0
+    for record in table._log.history(5):
+        if record.version == version and record.commit_info is not None:
+            metrics = record.commit_info.to_dict().get("operationMetrics") or {}
+            return int(metrics.get(key, 0))
+    return 0
+
+
+# -- DELETE / UPDATE / MERGE --------------------------------------------------------------------
+
+
+def delete(spark: Any, statement: Parsed) -> Any:
+    node = statement.expression
+    target = target_of(spark, node.this)
+    if target is None:
+        return NOT_DELTA
+    from deltalog.spark.commands.dml import delete as run
+
+    where = node.args.get("where")
+    condition = None if where is None else _sql(_unqualified(where.this, _qualifiers(node.this)))
+    table = _table(spark, target)
+    version = run(spark, table._log, condition)
+    rows = _metric(table, version, "numDeletedRows")
+    return spark.createDataFrame([(rows,)], AFFECTED_SCHEMA)
+
+
+def update(spark: Any, statement: Parsed) -> Any:
+    node = statement.expression
+    target = target_of(spark, node.this)
+    if target is None:
+        return NOT_DELTA
+    from deltalog.spark.commands.dml import update as run
+
+    qualifiers = _qualifiers(node.this)
+    assignments = {}
+    for eq in node.expressions:
+        assignments[_column_name(eq.this, qualifiers)] = _sql(
+            _unqualified(eq.expression, qualifiers)
+        )
+    where = node.args.get("where")
+    condition = None if where is None else _sql(_unqualified(where.this, qualifiers))
+    table = _table(spark, target)
+    version = run(spark, table._log, condition, assignments)
+    rows = _metric(table, version, "numUpdatedRows")
+    return spark.createDataFrame([(rows,)], AFFECTED_SCHEMA)
+
+
+def _column_name(node: exp.Expression, qualifiers: set[str]) -> str:
+    """An assignment's target column (``t.a`` → ``a``; nested ``a.b`` kept)."""
+    if isinstance(node, exp.Column):
+        parts = [p.name for p in node.parts]
+        if len(parts) > 1 and parts[0].lower() in qualifiers:
+            parts = parts[1:]
+        return ".".join(parts)
+    return node.sql(dialect=DIALECT)
+
+
+def merge(spark: Any, statement: Parsed) -> Any:
+    node = statement.expression
+    target = target_of(spark, node.this)
+    if target is None:
+        return NOT_DELTA
+    target_alias = node.this.alias or node.this.name
+    source_node = node.args["using"]
+    source_alias = source_node.alias_or_name
+    if isinstance(source_node, exp.Subquery):
+        query = source_node.this
+    else:
+        bare = source_node.copy()
+        bare.set("alias", None)
+        query = exp.select("*").from_(bare)
+    source = query_dataframe(spark, query).alias(source_alias)
+    table = _table(spark, target).alias(target_alias)
+    builder = table.merge(source, _sql(node.args["on"]))
+    qualifiers = {target_alias.lower(), node.this.name.lower()}
+    for when in node.args["whens"].expressions:
+        builder = _clause(builder, when, qualifiers)
+    if statement.schema_evolution:
+        builder = builder.withSchemaEvolution()
+    return builder.execute()
+
+
+def _clause(builder: Any, when: exp.When, qualifiers: set[str]) -> Any:
+    condition = _sql(when.args.get("condition"))
+    then = when.args["then"]
+    matched, by_source = bool(when.args.get("matched")), bool(when.args.get("source"))
+    if isinstance(then, exp.Var) and then.name.upper() == "DELETE":
+        if matched:
+            return builder.whenMatchedDelete(condition)
+        return builder.whenNotMatchedBySourceDelete(condition)
+    if isinstance(then, exp.Update):
+        if len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star):
+            return builder.whenMatchedUpdateAll(condition)
+        assignments = {
+            _column_name(eq.this, qualifiers): _sql(eq.expression) for eq in then.expressions
+        }
+        if by_source:
+            return builder.whenNotMatchedBySourceUpdate(condition, assignments)
+        return builder.whenMatchedUpdate(condition, assignments)
+    if isinstance(then, exp.Insert):
+        if isinstance(then.this, exp.Star):
+            return builder.whenNotMatchedInsertAll(condition)
+        columns = [_column_name(c, qualifiers) for c in then.this.expressions]
+        values = [_sql(v) for v in then.expression.expressions]
+        return builder.whenNotMatchedInsert(condition, dict(zip(columns, values, strict=True)))
+    raise errors.invalid_argument(f"unsupported MERGE clause: {when.sql(dialect=DIALECT)}")
+
+
+# -- INSERT -------------------------------------------------------------------------------------
+
+
+def insert(spark: Any, statement: Parsed) -> Any:
+    node = statement.expression
+    target = target_of(spark, node.this)
+    if target is None:
+        return NOT_DELTA
+    from deltalog.spark.schema import to_spark_schema
+    from deltalog.spark.write.batch import write_dataframe
+
+    table_node = node.this.this if isinstance(node.this, exp.Schema) else node.this
+    listed = [c.name for c in node.this.expressions] if isinstance(node.this, exp.Schema) else None
+    snapshot = _table(spark, target)._log.update()
+    schema = to_spark_schema(snapshot.schema)
+    static = _static_partitions(table_node)
+    df = query_dataframe(spark, node.expression)
+    if not node.args.get("by_name"):
+        wanted = listed or [f.name for f in schema.fields if f.name.lower() not in static]
+        if len(wanted) != len(df.columns):
+            raise errors.DeltaWriteError(
+                "INSERT_COLUMN_ARITY_MISMATCH",
+                f"Cannot write to {target.display}: the query has {len(df.columns)} columns, "
+                f"the table expects {len(wanted)} ({', '.join(wanted)}).",
+                table=target.path,
+            )
+        df = df.toDF(*wanted)
+    types = {f.name.lower(): f.dataType.simpleString() for f in schema.fields}
+    values = [f"{literal} AS `{column}`" for column, literal in static.items()]
+    df = df.selectExpr("*", *values) if values else df
+    # Spark's INSERT casts to the table's types; SQL text works on classic and Connect alike.
+    df = df.selectExpr(
+        *[
+            f"CAST(`{c}` AS {types[c.lower()]}) AS `{c}`" if c.lower() in types else f"`{c}`"
+            for c in df.columns
+        ]
+    )
+    options: dict[str, str] = {}
+    mode = "append"
+    replace_where = node.args.get("where")
+    if replace_where is not None:
+        mode, options["replaceWhere"] = "overwrite", replace_where.sql(dialect=DIALECT)
+    elif node.args.get("overwrite"):
+        mode = "overwrite"
+        if static:
+            options["replaceWhere"] = " AND ".join(
+                f"`{c}` IS NULL" if v.upper() == "NULL" else f"`{c}` = {v}"
+                for c, v in static.items()
+            )
+    write_dataframe(df, target.path, mode=mode, options=options)
+    return empty(spark)
+
+
+def _static_partitions(table_node: exp.Expression) -> dict[str, str]:
+    """``PARTITION (p = 'a', q)``: the columns given a value, as SQL literals."""
+    partition = table_node.args.get("partition") if isinstance(table_node, exp.Table) else None
+    out: dict[str, str] = {}
+    for item in partition.expressions if partition is not None else ():
+        if isinstance(item, exp.EQ):
+            out[item.this.name.lower()] = item.expression.sql(dialect=DIALECT)
+    return out
+
+
+# -- CREATE TABLE -------------------------------------------------------------------------------
+
+_KINDS = {
+    (False, False): "create",
+    (True, False): "create_or_replace",
+    (False, True): "create_if_not_exists",
+}
+
+
+def create(spark: Any, statement: Parsed) -> Any:
+    node = statement.expression
+    if str(node.args.get("kind", "")).upper() != "TABLE":
+        return NOT_DELTA
+    props = _create_properties(node)
+    table_node = node.this.this if isinstance(node.this, exp.Schema) else node.this
+    ref = table_ref(table_node) if isinstance(table_node, exp.Table) else None
+    if ref is None or (props["provider"] != "delta" and ref.path is None):
+        return NOT_DELTA
+    target, _managed = names.new_target(spark, ref, props["location"])
+    kind = _KINDS.get((bool(node.args.get("replace")), bool(node.args.get("exists"))), "create")
+    existing = names.resolve(spark, ref) if ref.path is None else None
+    if existing is not None and kind == "create_if_not_exists":
+        return empty(spark)
+    if existing is not None and kind == "create":
+        from deltalog.catalog import already_exists
+
+        assert target.entry is not None
+        raise already_exists(target.entry.database, target.entry.name)
+    if existing is not None:
+        target = names.Target(existing.path, existing.entry)
+    query = node.args.get("expression")
+    if query is not None:
+        _create_as_select(spark, target, kind, props, query)
+    else:
+        _create_from_columns(spark, target, kind, props, node.this)
+    # Existence was checked above; the builder may have recorded the name already.
+    names.register(spark, target, replace=True)
+    return empty(spark)
+
+
+def _create_properties(node: exp.Expression) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "provider": None,
+        "location": None,
+        "partitioned_by": [],
+        "cluster_by": [],
+        "properties": {},
+        "comment": None,
+    }
+    properties = node.args.get("properties")
+    for p in properties.expressions if properties is not None else ():
+        if isinstance(p, exp.FileFormatProperty):
+            out["provider"] = p.this.name.lower()
+        elif isinstance(p, exp.LocationProperty):
+            out["location"] = p.this.name
+        elif isinstance(p, exp.PartitionedByProperty):
+            out["partitioned_by"] = [c.name for c in p.this.expressions]
+        elif isinstance(p, exp.ClusterProperty):
+            out["cluster_by"] = [c.name for c in p.expressions]
+        elif isinstance(p, exp.SchemaCommentProperty):
+            out["comment"] = p.this.name
+        elif isinstance(p, exp.Property):
+            key, value = property_pair(p)
+            out["properties"][key] = value
+    return out
+
+
+def property_pair(p: exp.Property) -> tuple[str, str]:
+    """A ``TBLPROPERTIES`` entry as text: keys quoted or not (``delta.appendOnly``), values
+    strings, numbers or booleans (``true``), as Spark's ``propertyKey`` / ``propertyValue``."""
+    return _property_text(p.this), _property_text(p.args["value"])
+
+
+def _property_text(node: Any) -> str:
+    if isinstance(node, exp.Literal):
+        return str(node.this)
+    if isinstance(node, exp.Boolean):
+        return "true" if node.this else "false"
+    if isinstance(node, exp.Dot | exp.Column):
+        return ".".join(_property_text(part) for part in node.flatten())
+    if isinstance(node, exp.Identifier | exp.Var):
+        return str(node.this)
+    return node.sql(dialect=DIALECT)
+
+
+def _create_as_select(
+    spark: Any, target: names.Target, kind: str, props: dict[str, Any], query: exp.Expression
+) -> None:
+    from deltalog.spark.write.batch import write_dataframe
+
+    df = query_dataframe(spark, query)
+    options: dict[str, str] = dict(props["properties"])
+    if props["comment"] is not None:
+        options["comment"] = props["comment"]
+    mode = {"create": "errorifexists", "create_if_not_exists": "ignore"}.get(kind, "overwrite")
+    if mode == "overwrite":
+        options["overwriteSchema"] = "true"
+    write_dataframe(
+        df, target.path, mode=mode, partition_by=props["partitioned_by"], options=options
+    )
+
+
+def _create_from_columns(
+    spark: Any, target: names.Target, kind: str, props: dict[str, Any], schema_node: exp.Expression
+) -> None:
+    from deltalog.spark.api.delta_table import DeltaTable, DeltaTableBuilder
+
+    columns = schema_node.expressions if isinstance(schema_node, exp.Schema) else []
+    exists = DeltaTable.isDeltaTable(spark, target.path)
+    if exists and target.entry is not None and kind != "create_or_replace":
+        _check_same_columns(target, [c.name for c in columns])
+        return  # a name for the table already at LOCATION
+    builder = DeltaTableBuilder(spark, kind).location(target.path)
+    if target.entry is not None:
+        builder = builder.tableName(f"{target.entry.database}.{target.entry.name}")
+    for column in columns:
+        builder = _add_column(builder, column)
+    builder = builder.partitionedBy(props["partitioned_by"]).clusterBy(props["cluster_by"])
+    for key, value in props["properties"].items():
+        builder = builder.property(key, value)
+    if props["comment"] is not None:
+        builder = builder.comment(props["comment"])
+    if not columns and not DeltaTable.isDeltaTable(spark, target.path):
+        raise errors.invalid_argument(
+            f"CREATE TABLE {target.display} needs columns, AS SELECT, or a LOCATION holding a "
+            "Delta table"
+        )
+    builder.execute()
+
+
+def _check_same_columns(target: names.Target, columns: list[str]) -> None:
+    """CREATE TABLE naming an existing table at LOCATION: given columns must be its own.
+
+    Raises:
+        DeltaWriteError: ``DELTA_CREATE_TABLE_SCHEME_MISMATCH``.
+    """
+    from deltalog.delta_log import DeltaLog
+
+    if not columns:
+        return
+    existing = [f.name for f in DeltaLog.for_table(target.path).update().schema.fields]
+    if [c.lower() for c in columns] != [c.lower() for c in existing]:
+        raise errors.DeltaWriteError(
+            "DELTA_CREATE_TABLE_SCHEME_MISMATCH",
+            f"The specified columns ({', '.join(columns)}) do not match the existing columns at "
+            f"{target.path} ({', '.join(existing)}).",
+            table=target.path,
+            help="omit the columns to name the existing table, or use another LOCATION.",
+        )
+
+
+def _add_column(builder: Any, column: exp.Expression) -> Any:
+    nullable, comment, generated = True, None, None
+    for constraint in column.args.get("constraints") or ():
+        kind = constraint.args.get("kind")
+        if isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
+            nullable = False
+        elif isinstance(kind, exp.CommentColumnConstraint):
+            comment = kind.this.name
+        elif isinstance(kind, exp.ComputedColumnConstraint):
+            generated = _sql(kind.this)
+    type_text = column.args["kind"].sql(dialect=DIALECT)
+    return builder.addColumn(column.name, type_text, nullable, generated, comment=comment)
+
+
+def _handlers() -> dict[type, Callable[[Any, Parsed], Any]]:
+    from deltalog.spark.sql import alter, ddl
+
+    return {
+        exp.Describe: alter.describe_table,
+        exp.Delete: delete,
+        exp.Update: update,
+        exp.Merge: merge,
+        exp.Insert: insert,
+        exp.Create: create,
+        exp.Alter: ddl.alter,
+        exp.Drop: ddl.drop,
+    }
+
+
+class _LazyHandlers(dict):
+    """The handler table, built on first use (sql_ddl imports this module)."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if not self:
+            self.update(_handlers())
+        return super().get(key, default)
+
+
+HANDLERS: dict[type, Callable[[Any, Parsed], Any]] = _LazyHandlers()

@@ -1,0 +1,384 @@
+"""Batch writes from Spark: ``df.write.format("delta")`` spread over the executors.
+
+The driver prepares the write (:func:`deltalog.commands.write.write_into_delta.prepare_write`: mode,
+schema, idempotence, refusals), then one Spark job writes the data and the driver commits once:
+
+* Spark's own parquet writer (:mod:`deltalog.spark.write.parquet`), the default: rows never
+  leave the JVM; ``add`` actions are built from the files' paths and footers.
+* Under column mapping, one ``mapInArrow`` stage: every task feeds its Arrow batches to a
+  :class:`~deltalog.write.file_writer.DataFileWriter` (physical names and field ids at any
+  depth) and returns the ``add`` actions of the files it wrote, one JSON line each.
+
+Rules every row must pass (NOT NULL, CHECK constraints, the ``replaceWhere`` condition,
+generated columns given by the data) are Spark expressions evaluated in that same job, failing
+it with the reference's error; generated columns the data lacks are computed there too, and
+identity values generated.
+
+Only DataFrame APIs are used, so this runs on classic sessions and over Spark Connect, on
+PySpark 3.5 and 4.x.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from deltalog import errors
+from deltalog.actions import AddCDCFile, AddFile, action_from_json
+from deltalog.commands.write.constraints import GENERATION_KEY, constraints
+from deltalog.commands.write.identity import IdentityColumn, columns_to_generate, identity_columns
+from deltalog.commands.write.write_into_delta import (
+    WriteOptions,
+    WritePlan,
+    commit_write,
+    prepare_write,
+)
+from deltalog.delta_log import DeltaLog
+from deltalog.schema import StructType, parse_schema
+from deltalog.spark.conditions import partition_matcher
+from deltalog.spark.session import checkpoint_options, conf_get, to_arrow
+from deltalog.spark.storage import note_path, register_session
+from deltalog.spark.write import parquet
+from deltalog.storage.options import STORAGE_PREFIXES, StorageOptions, registered
+from deltalog.write.file_writer import DataFileWriter, WriteLayout
+
+_ADD_COLUMN = "add"
+_RANGE_COLUMN = "identity_range"
+_CHECK_MARKER = "[deltalog:"
+_TRUE = {"true": True, "false": False}
+
+
+def parse_writer_options(
+    spark: Any,
+    options: Mapping[str, Any],
+    *,
+    mode: str | None,
+    partition_by: Sequence[str] | None,
+    table: str,
+) -> WriteOptions:
+    """delta-spark's writer options (keys case-insensitive) and session confs as
+    :class:`WriteOptions`.
+
+    Raises:
+        InvalidArgumentError: an option value of the wrong kind (DELTA_ILLEGAL_OPTION), or an
+            unknown ``delta.*`` property.
+    """
+    opts = {k.lower(): None if v is None else str(v) for k, v in options.items()}
+    configuration = {k: str(v) for k, v in options.items() if k.lower().startswith("delta.")}
+    dpo_option = opts.get("partitionoverwritemode")
+    dpo_session = conf_get(spark, "spark.sql.sources.partitionOverwriteMode", "static")
+    replace_where = opts.get("replacewhere")
+    dynamic_value = dpo_option or ("static" if replace_where else dpo_session)
+    dynamic = _choice(dynamic_value, ("static", "dynamic"), "partitionOverwriteMode", table)
+    merge_default = conf_get(spark, "spark.databricks.delta.schema.autoMerge.enabled", "false")
+    user_metadata = opts.get("usermetadata") or _none_if_empty(
+        conf_get(spark, "spark.databricks.delta.commitInfo.userMetadata", "")
+    )
+    return WriteOptions(
+        mode=(mode or "errorifexists"),
+        partition_by=tuple(partition_by) if partition_by else None,
+        replace_where=replace_where,
+        dynamic_partition_overwrite=dynamic == "dynamic",
+        merge_schema=_bool(opts.get("mergeschema", merge_default), "mergeSchema", table),
+        overwrite_schema=_bool(opts.get("overwriteschema", "false"), "overwriteSchema", table),
+        txn_app_id=opts.get("txnappid"),
+        txn_version=_int(opts.get("txnversion"), "txnVersion", table),
+        user_metadata=user_metadata,
+        max_records_per_file=_int(opts.get("maxrecordsperfile"), "maxRecordsPerFile", table)
+        or int(conf_get(spark, "spark.sql.files.maxRecordsPerFile", "0")),
+        data_change=_bool(opts.get("datachange", "true"), "dataChange", table),
+        configuration=configuration,
+        description=opts.get("comment"),
+    )
+
+
+def write_dataframe(
+    df: Any,
+    path: str,
+    *,
+    mode: str | None = None,
+    partition_by: Sequence[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> int | None:
+    """Write ``df`` into the Delta table at ``path``; returns the committed version (``None``
+    when nothing was committed: ignore mode on an existing table, an idempotent write already
+    applied, or no rows appended).
+
+    Raises:
+        DeltaWriteError, InvalidArgumentError, UnsupportedFeatureError: the write cannot be done
+            as asked; nothing was committed.
+        DeltaConcurrentModificationException: a concurrent commit conflicts.
+    """
+    spark = df.sparkSession
+    register_session(spark, path, StorageOptions.of(_storage_options(options)))
+    log = DeltaLog.for_table(path)
+    log.checkpoint_options = checkpoint_options(spark)
+    write_options = parse_writer_options(
+        spark, options or {}, mode=mode, partition_by=partition_by, table=log.table_root
+    )
+    plan = prepare_write(log, parse_schema(df.schema.json()), write_options)
+    if plan.skip:
+        return None
+    adds, marks = write_rows(df, plan)
+    condition = write_options.replace_where
+    matcher = None if condition is None else partition_matcher(spark, condition)
+    return commit_write(plan, adds, identity_marks=marks, match_partitions=matcher)
+
+
+def write_rows(df: Any, plan: WritePlan) -> tuple[list[AddFile], dict[str, int]]:
+    """Write ``df`` (the table's columns by name) as new data files of ``plan``'s table, every
+    row checked against the table's rules and missing generated and identity values computed,
+    all in one Spark job; returns the ``add`` actions and the identity high-water marks.
+
+    Raises:
+        DeltaWriteError: a row breaks a rule (NOT NULL, CHECK, generated column...).
+    """
+    table = plan.layout.table_root
+    identity = columns_to_generate(identity_columns(plan.layout.schema), df.columns, table)
+    checked = _with_rules(_with_identity(df, identity), plan)
+    adds, ranges = _write_files(checked, plan, identity, table)
+    marks = {c.name: c.mark_after(*ranges[c.name]) for c in identity if c.name in ranges}
+    return adds, marks
+
+
+def write_change_rows(df: Any, plan: WritePlan) -> list[AddCDCFile]:
+    """Write ``df`` (the table's columns plus ``_change_type``) as change data files under
+    ``<table>/_change_data``; returns their ``cdc`` actions."""
+    from dataclasses import replace
+
+    from deltalog.commands.dml.file_changes import as_change_files
+    from deltalog.commands.write.write_into_delta import change_data_layout
+
+    cdc_plan = replace(plan, layout=change_data_layout(plan.layout))
+    adds, _ = _write_files(df, cdc_plan, [], plan.layout.table_root)
+    return as_change_files(adds)
+
+
+def _write_files(
+    df: Any, plan: WritePlan, identity: list[IdentityColumn], table: str
+) -> tuple[list[AddFile], dict[str, tuple[int, int]]]:
+    try:
+        if parquet.can_write(df.sparkSession, plan):
+            return parquet.write_files(df, plan, identity)
+        return _write_in_python_tasks(df, plan, identity)
+    except Exception as e:  # a row broke a rule: surface the reference's error, typed
+        raise _rule_error(e, table) from None
+
+
+def _write_in_python_tasks(
+    df: Any, plan: WritePlan, identity: list[IdentityColumn]
+) -> tuple[list[AddFile], dict[str, tuple[int, int]]]:
+    """Every task writes its batches with deltalog's Python file writer (column mapping:
+    physical names and field ids at any depth) and returns its ``add`` lines."""
+    task = WriteTask(
+        plan.layout, tuple(c.name for c in identity), registered(plan.layout.table_root)
+    )
+    note_path(plan.layout.table_root, "write", jvm=False)
+    out = to_arrow(df.mapInArrow(task, f"{_ADD_COLUMN} string, {_RANGE_COLUMN} string"))
+    adds = [_add(line) for line in out.column(_ADD_COLUMN).to_pylist() if line is not None]
+    return adds, _identity_ranges(out.column(_RANGE_COLUMN).to_pylist())
+
+
+class WriteTask:
+    """The function each Spark task runs: write its batches, yield one row per ``add`` (JSON)
+    and one row with the range of identity values it generated (JSON), if any."""
+
+    def __init__(
+        self,
+        layout: WriteLayout,
+        identity: tuple[str, ...] = (),
+        storage: StorageOptions | None = None,
+    ) -> None:
+        self.layout = layout
+        self.identity = identity
+        self.storage = storage or StorageOptions()  # an object store's options, for the workers
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.compute as pc
+
+        from deltalog.storage import register, store_for
+
+        if self.storage.items:
+            register(self.layout.table_root, self.storage)
+        store = store_for(self.layout.table_root)
+        ranges: dict[str, list[int]] = {}
+        # A failed task deletes the files it wrote (the commit never names them).
+        with DataFileWriter(store, self.layout, task_id=_task_id()) as writer:
+            for batch in batches:
+                if not batch.num_rows:
+                    continue
+                for name in self.identity:
+                    lo, hi = pc.min_max(batch.column(name)).values()
+                    seen = ranges.setdefault(name, [lo.as_py(), hi.as_py()])
+                    seen[0], seen[1] = min(seen[0], lo.as_py()), max(seen[1], hi.as_py())
+                writer.add(_drop_checks(batch))
+            lines: list[str | None] = [a.to_json() for a in writer.finish()]
+        extra: list[str | None] = [None] * len(lines)
+        if ranges:
+            lines.append(None)
+            extra.append(json.dumps(ranges))
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(lines, pa.string()), pa.array(extra, pa.string())],
+            [_ADD_COLUMN, _RANGE_COLUMN],
+        )
+
+
+def _with_identity(df: Any, columns: list[IdentityColumn]) -> Any:
+    """Generated identity values: unique, not consecutive (``monotonically_increasing_id`` is
+    the partition id in the high bits and the row's position in the low ones), continuing past
+    the high-water mark in steps of ``step``."""
+    from pyspark.sql import functions as F
+
+    for c in columns:
+        value = F.lit(c.first_value) + F.lit(c.step) * F.monotonically_increasing_id()
+        df = df.withColumn(c.name, value.cast("long"))
+    return df
+
+
+def _identity_ranges(texts: list[str | None]) -> dict[str, tuple[int, int]]:
+    ranges: dict[str, tuple[int, int]] = {}
+    for text in texts:
+        for name, (lo, hi) in json.loads(text).items() if text else ():
+            old = ranges.get(name, (lo, hi))
+            ranges[name] = (min(old[0], lo), max(old[1], hi))
+    return ranges
+
+
+def _storage_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The writer options that are object-store options (delta-rs's ``AWS_*`` names, ...)."""
+    return {k: v for k, v in (options or {}).items() if k.lower().startswith(STORAGE_PREFIXES)}
+
+
+def _task_id() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.partitionId() if context is not None else 0
+
+
+def _drop_checks(batch: pa.RecordBatch) -> pa.RecordBatch:
+    names = [n for n in batch.schema.names if not n.startswith("__deltalog_")]
+    return batch.select(names) if len(names) != batch.num_columns else batch
+
+
+def _add(line: str) -> AddFile:
+    action = action_from_json(line)
+    assert isinstance(action, AddFile)
+    return action
+
+
+# -- rules evaluated by Spark --------------------------------------------------------------------
+
+
+def _with_rules(df: Any, plan: WritePlan) -> Any:
+    """``df`` with missing generated columns computed and a filter that is always true or
+    raises the reference's error for the first row that breaks a rule."""
+    from pyspark.sql import functions as F
+
+    schema: StructType = plan.layout.schema
+    present = {c.lower() for c in df.columns}
+    for f in schema.fields:
+        if GENERATION_KEY in f.metadata and f.name.lower() not in present:
+            df = df.withColumn(f.name, F.expr(str(f.metadata[GENERATION_KEY])))
+    checks = []
+    for f in schema.fields:
+        if not f.nullable:
+            msg = (
+                f"{_CHECK_MARKER}DELTA_NOT_NULL_CONSTRAINT_VIOLATED] NOT NULL constraint "
+                f"violated for column: {f.name}."
+            )
+            column = F.col(f"`{f.name}`") if f.name.lower() in present else F.lit(None)
+            checks.append(F.when(column.isNull(), F.raise_error(F.lit(msg))))
+        if GENERATION_KEY in f.metadata and f.name.lower() in present:
+            expr = str(f.metadata[GENERATION_KEY])
+            msg = (
+                f"{_CHECK_MARKER}DELTA_GENERATED_COLUMNS_VALUE_MISMATCH] CHECK constraint "
+                f"Generated Column ({f.name} <=> {expr}) violated by row with values: "
+            )
+            ok = F.col(f"`{f.name}`").eqNullSafe(F.expr(expr))
+            checks.append(F.when(~ok, F.raise_error(F.concat(F.lit(msg), _row_text(df)))))
+    for name, expr in constraints(plan.layout.configuration).items():
+        msg = (
+            f"{_CHECK_MARKER}DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] CHECK constraint {name} "
+            f"{expr} violated by row with values: "
+        )
+        ok = F.coalesce(F.expr(expr), F.lit(False))
+        checks.append(F.when(~ok, F.raise_error(F.concat(F.lit(msg), _row_text(df)))))
+    if plan.options.replace_where is not None and plan.replace_predicate is not None:
+        expr = plan.options.replace_where
+        msg = (
+            f"{_CHECK_MARKER}DELTA_REPLACE_WHERE_MISMATCH] Written data does not conform to "
+            f"partial table overwrite condition or constraint '{expr}'. Row: "
+        )
+        ok = F.coalesce(F.expr(expr), F.lit(False))
+        checks.append(F.when(~ok, F.raise_error(F.concat(F.lit(msg), _row_text(df)))))
+    if checks:
+        df = df.where(F.coalesce(*checks, F.lit(True)))
+    return df
+
+
+def _row_text(df: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    parts = []
+    for i, name in enumerate(df.columns):
+        parts += [
+            F.lit(("" if i == 0 else ", ") + f"{name} = "),
+            F.coalesce(F.col(f"`{name}`").cast("string"), F.lit("null")),
+        ]
+    return F.concat(*parts) if parts else F.lit("")
+
+
+_RULE = re.compile(r"\[deltalog:([A-Z_]+)\] (.*?)(?:\n|$|\" *\}|\. SQLSTATE)", re.S)
+
+
+def _rule_error(e: Exception, table: str) -> Exception:
+    text = str(e)
+    m = _RULE.search(text)
+    if m is None:
+        return e
+    return errors.DeltaWriteError(m.group(1), m.group(2).strip().rstrip("."), table=table)
+
+
+# -- option values -------------------------------------------------------------------------------
+
+
+def _bool(value: str | None, name: str, table: str) -> bool:
+    if value is None:
+        return False
+    result = _TRUE.get(value.strip().lower())
+    if result is None:
+        raise _illegal(name, value, "must be 'true' or 'false'", table)
+    return result
+
+
+def _int(value: str | None, name: str, table: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise _illegal(name, value, "must be an integer", table) from None
+
+
+def _choice(value: str, allowed: tuple[str, ...], name: str, table: str) -> str:
+    lowered = value.strip().lower()
+    if lowered not in allowed:
+        raise _illegal(name, value, f"must be one of {', '.join(allowed)}", table)
+    return lowered
+
+
+def _illegal(name: str, value: str, why: str, table: str) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(
+        "DELTA_ILLEGAL_OPTION",
+        f"Invalid value '{value}' for option '{name}': {why}.",
+        table=table,
+    )
+
+
+def _none_if_empty(value: str) -> str | None:
+    return value or None

@@ -1,0 +1,203 @@
+"""Data files written by Spark's own parquet writer (the fast path of ``format("delta")``).
+
+Rows never leave the JVM: the DataFrame is written with ``df.write.parquet`` (partition
+directories by ``partitionBy``) into a staging folder of its own inside the table, so the files
+of this write and no other are known; each file is then moved to its place in the table, and
+its ``add`` action is built on the driver from its path (partition values), its size and its
+parquet footer (statistics: :meth:`deltalog.write.stats.StatsCollector.update_from_footer`).
+
+Timestamps are written as INT64 microseconds (Spark's default INT96 has no statistics), without
+Hadoop's ``.crc`` side files or ``_SUCCESS``. A crashed write leaves only the staging folder,
+which no commit names (VACUUM removes it once it is older than the retention period).
+
+Used when the table has no column mapping (Spark cannot write field ids into nested columns
+under physical names through the DataFrame API); otherwise the Python writer in
+``mapInArrow`` tasks writes the files (:mod:`deltalog.spark.write.batch`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+from urllib.parse import unquote
+
+import pyarrow.parquet as pq
+
+from deltalog.actions import AddFile
+from deltalog.commands.write.identity import IdentityColumn
+from deltalog.commands.write.write_into_delta import WritePlan
+from deltalog.partition_values import parse_partition_value
+from deltalog.schema import PrimitiveType, StructField, StructType
+from deltalog.spark.schema import to_spark_schema
+from deltalog.spark.session import (
+    RAW_LOCAL_FS_OPTIONS,
+    conf_get,
+    session_conf,
+    session_time_zone,
+)
+from deltalog.spark.storage import jvm_reads
+from deltalog.storage import is_remote, store_for
+from deltalog.storage.base import LogStore
+from deltalog.timestamps import parse_datetime
+from deltalog.write.partitioning import (
+    HIVE_DEFAULT_PARTITION,
+    encode_log_path,
+    serialize_partition_value,
+)
+from deltalog.write.stats import StatsCollector
+
+STAGING_PREFIX = "deltalog-staging-"
+_TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
+WRITER_CONF = "spark.deltalog.writer"  # auto (default), spark or python: which writer to use
+
+
+def can_write(spark: Any, plan: WritePlan) -> bool:
+    """Whether Spark's parquet writer can write this table's files."""
+    choice = conf_get(spark, WRITER_CONF, "auto").lower()
+    if choice == "python" or not jvm_reads(spark, plan.layout.table_root):
+        return False
+    return plan.layout.column_mapping_mode == "none"
+
+
+def write_files(
+    df: Any, plan: WritePlan, identity: list[IdentityColumn]
+) -> tuple[list[AddFile], dict[str, tuple[int, int]]]:
+    """Write ``df`` (columns by the table's names) as the table's data files; returns their
+    ``add`` actions and, per generated identity column, the lowest and highest value written."""
+    layout = plan.layout
+    spark = df.sparkSession
+    store = store_for(layout.table_root)
+    staging = f"{layout.table_root}/{STAGING_PREFIX}{uuid.uuid4().hex}"
+    try:
+        with session_conf(spark, _TIMESTAMP_TYPE, "TIMESTAMP_MICROS"):
+            _writer(_aligned(df, layout.schema), plan).parquet(staging)
+        files = _move_into_table(store, staging, layout.table_root)
+    finally:
+        store.delete_directory(staging)
+    zone = str(session_time_zone(spark))
+    adds: list[AddFile] = []
+    ranges: dict[str, tuple[int, int]] = {}
+    for relative in files:
+        add, file_ranges = _add(store, plan, relative, zone, identity)
+        adds.append(add)
+        for name, (lo, hi) in file_ranges.items():
+            old = ranges.get(name, (lo, hi))
+            ranges[name] = (min(old[0], lo), max(old[1], hi))
+    return adds, ranges
+
+
+def _aligned(df: Any, schema: StructType) -> Any:
+    """``df`` with the table's columns in the table's spelling (missing nullable columns as
+    nulls of their type; ``void`` columns, which parquet cannot hold, left out)."""
+    from pyspark.sql import functions as F
+
+    present = {c.lower(): c for c in df.columns}
+    columns = []
+    for f in schema.fields:
+        if isinstance(f.type, PrimitiveType) and f.type.name == "void":
+            continue
+        name = present.get(f.name.lower())
+        if name is not None:
+            columns.append(F.col(f"`{name}`").alias(f.name))
+        else:
+            spark_type = to_spark_schema(StructType((_plain(f),)))[0].dataType
+            columns.append(F.lit(None).cast(spark_type).alias(f.name))
+    return df.select(*columns)
+
+
+def _plain(f: StructField) -> StructField:
+    return StructField(f.name, f.type, True, {})
+
+
+def _writer(df: Any, plan: WritePlan) -> Any:
+    layout = plan.layout
+    writer = (
+        df.write.mode("error")  # Connect knows "error", not "errorifexists"
+        .options(**RAW_LOCAL_FS_OPTIONS)
+        .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
+        .option("compression", layout.compression)
+    )
+    if layout.partition_columns:
+        writer = writer.partitionBy(*layout.partition_columns)
+    if layout.max_records_per_file:
+        writer = writer.option("maxRecordsPerFile", str(layout.max_records_per_file))
+    return writer
+
+
+def _move_into_table(store: LogStore, staging: str, root: str) -> list[str]:
+    """Move every data file of the staging folder to the same relative place in the table;
+    returns the relative paths."""
+    moved = []
+    for info in store.list_recursive(staging):
+        relative = info.path[len(staging) + 1 :]
+        parts = relative.split("/")
+        if not relative.endswith(".parquet") or any(p.startswith(("_", ".")) for p in parts):
+            continue
+        store.rename(info.path, f"{root}/{relative}")
+        moved.append(relative)
+    return sorted(moved)
+
+
+def _add(
+    store: LogStore, plan: WritePlan, relative: str, zone: str, identity: list[IdentityColumn]
+) -> tuple[AddFile, dict[str, tuple[int, int]]]:
+    layout = plan.layout
+    path = f"{layout.table_root}/{relative}"
+    info = store.stat(path)
+    footer = pq.read_metadata(store.open_input(path) if is_remote(path) else path)  # type: ignore[attr-defined]
+    stats = StatsCollector.for_table(
+        layout.schema,
+        layout.partition_columns,
+        layout.configuration,
+        tight_bounds=layout.stats_tight_bounds,
+    )
+    stats.update_from_footer(footer)
+    add = AddFile(
+        path=encode_log_path(relative),
+        partition_values=_partition_values(layout.schema, relative, zone),
+        size=info.size,
+        modification_time=info.modification_time,
+        data_change=layout.data_change,
+        stats=stats.to_json(),
+    )
+    return add, _identity_ranges(footer, identity)
+
+
+def _partition_values(schema: StructType, relative: str, zone: str) -> dict[str, str | None]:
+    """The log's partition values of a file, from the directories Spark wrote it in (values
+    as Spark prints them, timestamps in the session time zone)."""
+    values: dict[str, str | None] = {}
+    for part in relative.split("/")[:-1]:
+        key, _, raw = part.partition("=")
+        name, text = unquote(key), unquote(raw)
+        field = schema.field(name)
+        values[field.name] = _log_value(text, field, zone)
+    return values
+
+
+def _log_value(text: str, field: StructField, zone: str) -> str | None:
+    if text == HIVE_DEFAULT_PARTITION:
+        return None
+    if isinstance(field.type, PrimitiveType) and field.type.name == "timestamp":
+        from deltalog.timestamps import time_zone
+
+        value = parse_datetime(text)
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=time_zone(zone))
+        return serialize_partition_value(value, field.type)
+    return serialize_partition_value(parse_partition_value(text, field.type), field.type)
+
+
+def _identity_ranges(
+    footer: pq.FileMetaData, identity: list[IdentityColumn]
+) -> dict[str, tuple[int, int]]:
+    ranges: dict[str, tuple[int, int]] = {}
+    names = [footer.schema.column(i).path for i in range(footer.num_columns)]
+    for c in identity:
+        index = names.index(c.name)
+        for g in range(footer.num_row_groups):
+            s = footer.row_group(g).column(index).statistics
+            if s is not None and s.has_min_max:
+                lo, hi = ranges.get(c.name, (s.min, s.max))
+                ranges[c.name] = (min(lo, s.min), max(hi, s.max))
+    return ranges
