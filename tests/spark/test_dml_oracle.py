@@ -270,7 +270,7 @@ def run_history(
     # Partitioned + change data + deletion vectors runs over Connect and local-cluster
     # (test_read_tiers), so the classic session takes the other layouts: copy-on-write with
     # partitions, and deletion vectors without (the plain layout is their common part; the
-    # pure-core oracle test, tests/unit/test_dml_arrow.py, runs it too). Deletion vectors
+    # pure-core oracle test, tests/unit/commands/test_dml_arrow.py, runs it too). Deletion vectors
     # without the change feed take MERGE's own write path (updates and inserts from the source).
     [(12, True, True, False), (14, False, True, True), (16, False, False, True)],
     ids=["partitioned-cdf", "cdf-dv", "dv"],

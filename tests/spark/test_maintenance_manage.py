@@ -1,6 +1,7 @@
 """``DeltaTable.convertToDelta``, ``clone*``, ``generate`` and the protocol methods on Spark:
-delta-spark's API shapes. The semantics are tested without Spark (``tests/unit/test_convert.py``,
-``test_clone.py``, ``test_manifest.py``, ``test_protocol_change.py``); Spark is slow, so one test.
+delta-spark's API shapes. The semantics are tested without Spark
+(``tests/unit/commands/test_convert.py``, ``test_clone.py``, ``test_manifest.py``,
+``test_protocol_change.py``); Spark is slow, so one test.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """``DeltaTable.vacuum`` and ``restoreToVersion``/``restoreToTimestamp`` on Spark: the shapes
 delta-spark returns and the session confs they read. The semantics are tested without Spark
-(``tests/unit/test_vacuum.py``, ``tests/unit/test_restore.py``); these stay few, Spark is slow.
+(``tests/unit/commands/test_vacuum.py``, ``tests/unit/commands/test_restore.py``); these stay
+few, Spark is slow.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def test_vacuum_in_spark_tasks_deletes_what_the_driver_does(spark: Any, tmp_path
     copy = str(tmp_path / "b")
     shutil.copytree(path, copy)
     # delta-rs also lists hidden names below the top level, which the reference never does
-    # (see tests/unit/test_vacuum.py): its dry run less that one file.
+    # (see tests/unit/commands/test_vacuum.py): its dry run less that one file.
     theirs = set(
         deltalake.DeltaTable(path).vacuum(
             retention_hours=0, dry_run=True, enforce_retention_duration=False, full=True

@@ -14,7 +14,7 @@ import pytest
 from deltalog.spark.session import to_arrow
 from deltalog.tables import DeltaTable, read_table
 from tests.conformance.rows import canonical
-from tests.unit.test_data_skipping import _batch
+from tests.unit.scan.test_data_skipping import _batch
 
 pytestmark = pytest.mark.spark
 import deltalake  # noqa: E402 (the oracle is required: a missing one fails the suite)

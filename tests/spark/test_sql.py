@@ -1,6 +1,6 @@
 """Delta's SQL through ``spark.sql``, table names and DataFrameWriterV2 on a real session.
 
-Parsing is tested without Spark (``tests/unit/test_sql_statements.py``); here each test runs
+Parsing is tested without Spark (``tests/unit/sql/test_sql_statements.py``); here each test runs
 many statements on one small table, and rows are checked with delta-rs (``deltalake``) against
 what the statements' inputs say they must be.
 """

@@ -190,7 +190,7 @@ def test_v2_checkpoint_sidecars_written_in_spark_tasks(spark: Any, tmp_path: Pat
     from deltalog.spark.read.state import CHECKPOINT_THRESHOLD_KEY
     from deltalog.storage.local import LocalLogStore
     from tests.conformance.rows import canonical, duckdb_rows
-    from tests.unit.test_checkpoint_writer import drop_log_files_through
+    from tests.unit.log.test_checkpoint_writer import drop_log_files_through
 
     root = tmp_path / "v2"
     data = pa.table({"id": pa.array(range(80), pa.int64()), "p": [str(i % 2) for i in range(80)]})

@@ -10,9 +10,10 @@ or containers); every byte goes through the :class:`~deltalog.storage.base.LogSt
 
 Inline vectors (``i``, :func:`inline_descriptor`) are in the spec and read by delta-spark and
 Kernel, though the reference's DML never writes them. Both peers the tests check read the ones
-written here (tests/unit/test_dv_writer.py: deltalake 1.6.6 and DuckDB's delta extension 1.5.5,
-odd sizes, run and bitmap containers), so :data:`WRITE_INLINE_DELETION_VECTORS` is on: the writer
-puts bitmaps of at most :data:`INLINE_MAX_SIZE_IN_BYTES` in the log (saving readers a file read).
+written here (tests/unit/write/test_dv_writer.py: deltalake 1.6.6 and DuckDB's delta extension
+1.5.5, odd sizes, run and bitmap containers), so :data:`WRITE_INLINE_DELETION_VECTORS` is on: the
+writer puts bitmaps of at most :data:`INLINE_MAX_SIZE_IN_BYTES` in the log (saving readers a file
+read).
 ``inline_max_size=0`` writes files only, as the reference does.
 """
 

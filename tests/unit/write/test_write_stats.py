@@ -18,7 +18,7 @@ from deltalog.actions import AddFile
 from deltalog.schema import ArrayType, DecimalType, MapType, PrimitiveType, StructField, StructType
 from deltalog.write import StatsCollector, file_stats, stats_columns
 from tests.conformance.rows import canonical, duckdb_rows
-from tests.unit.test_write_files import (
+from tests.unit.write.test_write_files import (
     BOOL,
     DATE,
     DOUBLE,

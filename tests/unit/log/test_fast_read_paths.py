@@ -32,7 +32,7 @@ from deltalog.storage import LocalLogStore
 from tests.conformance.oracle import TABLES, discover_tables
 
 ROOTS = discover_tables()
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+SRC = str(Path(__file__).resolve().parents[3] / "src")
 
 
 def python_parse(data: bytes, version: int = 1, file: str = "1.json", table: str = "/t") -> Any:
