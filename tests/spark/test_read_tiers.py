@@ -20,8 +20,8 @@ from deltalog import DeltaLog
 from tests.conformance.cdf import normalize, oracle_changes
 from tests.conformance.oracle import TABLES
 from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
+from tests.spark.read.test_scan import HAS_DATA_SOURCES
 from tests.spark.scripts import run_script
-from tests.spark.test_scan import HAS_DATA_SOURCES
 
 pytestmark = [
     pytest.mark.spark,
@@ -112,7 +112,7 @@ def exercise(spark: Any, mode: str, out_path: str) -> dict[str, Any]:
         # DELETE, UPDATE and MERGE (deletion vectors, change data) against deltalake, step by
         # step. Over Connect only: local-cluster's executors write DML's files as they write
         # the batch writes' above (test_dml_oracle runs histories on the classic session).
-        from tests.spark.test_dml_oracle import run_history
+        from tests.spark.commands.test_dml_oracle import run_history
 
         run_history(
             spark, Path(out_path + "-dml"), seed=21, steps=2, partitioned=True, cdf=True, dv=True

@@ -122,7 +122,7 @@ CASES = [
 ]
 
 # DataFusion evaluates ``x NOT IN (..., NULL)`` as true for other values; in Spark (and standard
-# SQL) it is NULL, so no row matches. tests/spark/test_skipping.py checks it on Spark.
+# SQL) it is NULL, so no row matches. tests/spark/read/test_skipping.py checks it on Spark.
 DATAFUSION_DIFFERS = {"part NOT IN ('p0', NULL)"}
 
 

@@ -350,7 +350,7 @@ def test_sql_over_spark_connect(connect_spark: Any, tmp_path: Path) -> None:
 def test_delta_spark_style_example_runs_unchanged(spark: Any) -> None:
     import importlib.util
 
-    file = Path(__file__).parents[2] / "examples" / "delta_spark_style.py"
+    file = Path(__file__).parents[3] / "examples" / "delta_spark_style.py"
     spec = importlib.util.spec_from_file_location("delta_spark_style", file)
     assert spec is not None and spec.loader is not None
     example = importlib.util.module_from_spec(spec)
