@@ -21,7 +21,7 @@ from deltalog.schema import StructType, parse_schema
 from deltalog.table_properties import TableProperties
 
 if TYPE_CHECKING:
-    from deltalog.log.checkpoint_writer import CheckpointOptions
+    from deltalog.log.checkpoint_options import CheckpointOptions
     from deltalog.log.replay import InMemoryLogReplay
     from deltalog.log.segment import LogSegment
     from deltalog.storage.base import LogStore
