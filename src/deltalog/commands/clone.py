@@ -30,8 +30,13 @@ from typing import Any
 from urllib.parse import quote
 
 from deltalog import errors
-from deltalog.actions import Action, AddFile, DeletionVectorDescriptor, action_from_dict
-from deltalog.commands.write.write_into_delta import remove_action
+from deltalog.actions import (
+    Action,
+    AddFile,
+    DeletionVectorDescriptor,
+    action_from_dict,
+    remove_action,
+)
 from deltalog.deletion_vectors import dv_file_path
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import manage as manage_errors

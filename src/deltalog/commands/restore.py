@@ -31,9 +31,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
-from deltalog.actions import Action, AddFile, Metadata, action_from_dict
+from deltalog.actions import Action, AddFile, Metadata, action_from_dict, remove_action
 from deltalog.commands.write.identity import identity_columns, with_high_water_marks
-from deltalog.commands.write.write_into_delta import remove_action
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import restore as restore_errors
 from deltalog.features import merge_protocols

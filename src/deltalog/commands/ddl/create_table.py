@@ -80,7 +80,7 @@ def create_table(path: str, kind: str, spec: TableSpec) -> int | None:
     txn.update_metadata(metadata)
     actions: list[Action] = list(domains)
     if exists:
-        from deltalog.commands.write.write_into_delta import remove_action
+        from deltalog.actions import remove_action
 
         now = int(time.time() * 1000)
         files = txn.filter_files(None)

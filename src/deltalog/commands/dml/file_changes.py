@@ -29,9 +29,9 @@ from deltalog.actions import (
     AddFile,
     DeletionVectorDescriptor,
     RemoveFile,
+    remove_action,
 )
 from deltalog.change_data_feed import is_cdc_enabled
-from deltalog.commands.write.write_into_delta import remove_action
 from deltalog.features import is_feature_supported
 from deltalog.table_properties import TableProperties
 from deltalog.write.deletion_vectors import sorted_unique

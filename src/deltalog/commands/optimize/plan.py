@@ -31,9 +31,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltalog import errors
-from deltalog.actions import Action, AddFile, RemoveFile
+from deltalog.actions import Action, AddFile, RemoveFile, remove_action
 from deltalog.commands.ddl.create_table import CLUSTERING_DOMAIN
-from deltalog.commands.write.write_into_delta import remove_action
 from deltalog.errors import optimize as optimize_errors
 from deltalog.scan.predicate import (
     And,

@@ -20,12 +20,13 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from deltalog import errors
-from deltalog.actions import Action, AddFile, Metadata, RemoveFile, SetTransaction
+from deltalog.actions import Action, AddFile, Metadata, RemoveFile, SetTransaction, remove_action
+from deltalog.commands.write.rewrite import rewrite_without
 from deltalog.features import check_write_supported
 from deltalog.scan.predicate import (
     Predicate,
@@ -220,9 +221,9 @@ def commit_write(
         return None
     txn, options = plan.txn, plan.options
     if plan.replace_predicate is not None and not _partition_only(plan):
-        from deltalog.commands.write.rewrite import rewrite_without
-
-        rewritten_removes, rewritten, rewrite_metrics = rewrite_without(plan, txn.log.store)
+        rewritten_removes, rewritten, rewrite_metrics = rewrite_without(
+            txn, plan.replace_predicate, plan.layout, txn.log.store
+        )
         adds = [*rewritten, *adds]
         removes = [*removes, *rewritten_removes]
         extra_metrics = {**rewrite_metrics, **(extra_metrics or {})}
@@ -254,27 +255,6 @@ def _record_high_water_marks(txn: Transaction, marks: Mapping[str, int]) -> None
     assert metadata is not None and metadata.schema_string is not None
     schema = with_high_water_marks(parse_schema(metadata.schema_string), marks)
     txn.update_metadata(replace(metadata, schema_string=schema.to_json()), amend=True)
-
-
-def remove_action(row: Mapping[str, Any], now_ms: int) -> RemoveFile:
-    """The ``remove`` of a live file (one row of ``all_files_arrow()``), as the reference
-    writes it: extended metadata, partition values, size, stats, deletion vector."""
-    from deltalog.actions import DeletionVectorDescriptor
-
-    dv = row.get("deletionVector")
-    return RemoveFile(
-        path=row["path"],
-        deletion_timestamp=now_ms,
-        data_change=True,
-        extended_file_metadata=True,
-        partition_values=dict(row.get("partitionValues") or []),
-        size=row.get("size"),
-        stats=row.get("stats"),
-        tags=dict(row["tags"]) if row.get("tags") else None,
-        deletion_vector=DeletionVectorDescriptor.from_dict(dv) if dv else None,
-        base_row_id=row.get("baseRowId"),
-        default_row_commit_version=row.get("defaultRowCommitVersion"),
-    )
 
 
 # -- preparation ---------------------------------------------------------------------------------
