@@ -20,11 +20,12 @@ import pyarrow as pa
 from deltalog import errors
 from deltalog.actions import Action, Metadata, Protocol
 from deltalog.scan.predicate import Predicate, parse_predicate
+from deltalog.txn.committer import commit
 from deltalog.txn.operations import Operation
 from deltalog.txn.read_set import ISOLATION_LEVELS, ReadSet
 
 if TYPE_CHECKING:
-    from deltalog.delta_log import DeltaLog
+    from deltalog.log.snapshots import SnapshotManagement
     from deltalog.snapshot import Snapshot
 
 
@@ -40,7 +41,7 @@ class Transaction:
 
     def __init__(
         self,
-        log: DeltaLog,
+        log: SnapshotManagement,
         snapshot: Snapshot | None,
         *,
         isolation_level: str | None = None,
@@ -217,8 +218,6 @@ class Transaction:
         *,
         skip_empty: bool,
     ) -> int | None:
-        from deltalog.txn.committer import commit
-
         if self.committed_version is not None:
             raise errors.InternalError(
                 "DELTA_TRANSACTION_ALREADY_COMMITTED",
