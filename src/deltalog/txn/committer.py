@@ -39,10 +39,11 @@ from deltalog.features import check_write_supported, protocol_for_table
 from deltalog.log.filenames import commit_name
 from deltalog.schema import parse_schema
 from deltalog.table_properties import TableProperties
-from deltalog.txn.conflicts import WinningCommit, check_conflicts, in_commit_timestamp_after
+from deltalog.txn.conflicts import check_conflicts, in_commit_timestamp_after
 from deltalog.txn.hooks import run_post_commit_hooks
 from deltalog.txn.operations import Operation, build_commit_info, new_txn_id
 from deltalog.txn.read_set import SERIALIZABLE, SNAPSHOT_ISOLATION, PendingCommit
+from deltalog.txn.winning_commit import WinningCommit
 
 if TYPE_CHECKING:
     from deltalog.log.snapshots import SnapshotManagement
