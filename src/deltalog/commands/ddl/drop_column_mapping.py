@@ -24,7 +24,7 @@ from typing import Any
 
 from deltalog.actions import DomainMetadata
 from deltalog.commands.optimize.arrow import read_live_rows
-from deltalog.commands.optimize.plan import remove_actions
+from deltalog.commands.optimize.commit import remove_actions
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import manage as manage_errors
 from deltalog.paths import resolve

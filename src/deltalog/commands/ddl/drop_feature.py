@@ -187,6 +187,7 @@ def _no_pre_downgrade(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> 
 def _purge_deletion_vectors(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool:
     """Disable new vectors, rewrite the files that have one, tombstone the vector files."""
     from deltalog.commands.ddl.protocol_change import unset_table_properties
+    from deltalog.commands.optimize import commit as opt_commit
     from deltalog.commands.optimize import plan as opt
     from deltalog.commands.optimize.arrow import write_bins
 
@@ -204,9 +205,9 @@ def _purge_deletion_vectors(delta_log: DeltaLog, snapshot: Snapshot, feature: st
     if plan.bins:
         plan.track_reads(txn)
         adds = write_bins(plan, delta_log.store)
-        removes = opt.remove_actions(plan.files, int(time.time() * 1000))
-        op = operations.reorg_purge([]).with_metrics(opt.commit_metrics(adds, removes))
-        opt.commit(delta_log, txn, plan, [*removes, *adds], op)
+        removes = opt_commit.remove_actions(plan.files, int(time.time() * 1000))
+        op = operations.reorg_purge([]).with_metrics(opt_commit.commit_metrics(adds, removes))
+        opt_commit.commit(delta_log, txn, plan, [*removes, *adds], op)
     _commit_vector_tombstones(delta_log)
     return changed
 

@@ -84,6 +84,7 @@ def narrow_files(snapshot: Snapshot) -> pa.Table:
 
 def rewrite_narrow_files(delta_log: DeltaLog) -> int:
     """Rewrite the files :func:`narrow_files` finds, in one ``REORG`` commit; how many."""
+    from deltalog.commands.optimize import commit as opt_commit
     from deltalog.commands.optimize import plan as opt
     from deltalog.commands.optimize.arrow import write_bins
 
@@ -95,11 +96,10 @@ def rewrite_narrow_files(delta_log: DeltaLog) -> int:
     plan = opt.plan_rewrite(txn.snapshot, files)
     plan.track_reads(txn)
     adds = write_bins(plan, delta_log.store)
-    removes = opt.remove_actions(files, int(time.time() * 1000))
+    removes = opt_commit.remove_actions(files, int(time.time() * 1000))
     op = operations.Operation("REORG", {"predicate": [], "applyPurge": False})
-    opt.commit(
-        delta_log, txn, plan, [*removes, *adds], op.with_metrics(opt.commit_metrics(adds, removes))
-    )
+    metrics = opt_commit.commit_metrics(adds, removes)
+    opt_commit.commit(delta_log, txn, plan, [*removes, *adds], op.with_metrics(metrics))
     return files.num_rows
 
 

@@ -24,17 +24,13 @@ import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.actions import AddFile, DeletionVectorDescriptor
-from deltalog.commands.optimize.plan import (
-    GIB,
-    Bin,
-    OptimizePlan,
-    OptimizeSettings,
+from deltalog.commands.optimize.commit import (
     commit,
     commit_metrics,
     optimize_metrics,
-    plan_optimize,
     remove_actions,
 )
+from deltalog.commands.optimize.plan import GIB, Bin, OptimizePlan, OptimizeSettings, plan_optimize
 from deltalog.data_files import read_parquet, to_logical
 from deltalog.delta_log import DeltaLog
 from deltalog.features import check_write_supported

@@ -28,16 +28,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from deltalog.actions import AddFile
-from deltalog.commands.optimize.plan import (
-    Bin,
-    OptimizePlan,
-    OptimizeSettings,
+from deltalog.commands.optimize.commit import (
     commit,
     commit_metrics,
     optimize_metrics,
-    plan_optimize,
     remove_actions,
 )
+from deltalog.commands.optimize.plan import Bin, OptimizePlan, OptimizeSettings, plan_optimize
 from deltalog.commands.write.write_into_delta import WritePlan, dml_plan
 from deltalog.spark import captured
 from deltalog.spark.read.scan import FILE, ROW, arrow_to_df, file_keys, scan_dataframe
