@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -42,8 +41,7 @@ from deltalog.snapshot import Snapshot
 from deltalog.storage.base import LogStore
 from deltalog.timestamps import parse_timestamp
 from deltalog.txn import operations
-
-log = logging.getLogger(__name__)
+from deltalog.txn.hooks import checkpoint_after_commit
 
 METRIC_NAMES = (
     "tableSizeAfterRestore",
@@ -102,7 +100,7 @@ def restore(
     actions: list[Action] = [*_add_actions(to_add), *_remove_actions(to_remove, now)]
     op = operations.restore(version if timestamp is None else None, timestamp_text, metrics)
     committed = txn.commit(actions, op)
-    _checkpoint(delta_log, committed)
+    checkpoint_after_commit(delta_log, committed, "RESTORE")
     return metrics
 
 
@@ -287,12 +285,3 @@ def _check_files_exist(store: LogStore, target: Snapshot, files: pa.Table) -> No
         gone = [p for p, m in zip(paths, pool.map(missing, paths), strict=True) if m]
     if gone:
         raise restore_errors.restore_missing_files(root, target.version, gone)
-
-
-def _checkpoint(delta_log: DeltaLog, version: int) -> None:
-    # The reference checkpoints after every RESTORE (commitLarge); a failure is only logged,
-    # the commit has happened.
-    try:
-        delta_log.checkpoint(delta_log.get_snapshot_at(version))
-    except (errors.DeltaError, OSError) as e:
-        log.warning("Checkpoint after RESTORE of %s failed: %s", delta_log.table_root, e)

@@ -8,6 +8,9 @@
 3. symlink manifests, when ``delta.compatibility.symlinkFormatManifest.enabled=true``
    (:mod:`deltalog.write.manifests`).
 
+CLONE, CONVERT and RESTORE also checkpoint their version at once
+(:func:`checkpoint_after_commit`, the reference's ``commitLarge``).
+
 A hook failure is logged and never raised: the commit has already happened, and the next
 checkpoint will cover what this one missed.
 """
@@ -51,6 +54,17 @@ def run_post_commit_hooks(delta_log: SnapshotManagement, version: int) -> None:
             delta_log.table_root,
             e,
         )
+
+
+def checkpoint_after_commit(delta_log: SnapshotManagement, version: int, operation: str) -> None:
+    """Checkpoint ``version`` at once, whatever the interval, as the reference's ``commitLarge``
+    does after the commands that write many actions in one version (CLONE, CONVERT, RESTORE);
+    like the other hooks, a failure is logged and never raised: the commit stands."""
+    try:
+        snapshot = delta_log.get_snapshot_at(version)
+        checkpoint_and_clean(delta_log.store, snapshot, delta_log.checkpoint_options)
+    except (errors.DeltaError, OSError) as e:
+        log.warning("Checkpoint after %s of %s failed: %s", operation, delta_log.table_root, e)
 
 
 def _checkpoint_due(snapshot: Snapshot, version: int) -> bool:
