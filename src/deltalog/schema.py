@@ -12,6 +12,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from deltalog import errors
+
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
 
 PRIMITIVE_NAMES = frozenset(
@@ -313,8 +315,6 @@ def _from_arrow(t: pa.DataType, path: str, table: str | None) -> DataType:
                 for child in (t.field(i) for i in range(t.num_fields))
             )
         )
-    from deltalog import errors
-
     raise errors.unsupported_data_type(path, str(t), table)
 
 

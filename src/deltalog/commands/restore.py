@@ -37,6 +37,7 @@ from deltalog.errors import restore as restore_errors
 from deltalog.features import merge_protocols
 from deltalog.log.file_state import canonical_path, dv_unique_id
 from deltalog.paths import resolve
+from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
 from deltalog.storage.base import LogStore
 from deltalog.timestamps import parse_timestamp
@@ -256,8 +257,6 @@ def _restored_metadata(target: Metadata, current: Metadata) -> Metadata:
     """The target's metadata with the identity high-water marks that advanced since."""
     if not target.schema_string or not current.schema_string:
         return target
-    from deltalog.schema import parse_schema
-
     target_schema = parse_schema(target.schema_string)
     now_marks = {c.name: c for c in identity_columns(parse_schema(current.schema_string))}
     marks: dict[str, int] = {}

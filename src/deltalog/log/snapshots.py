@@ -29,10 +29,11 @@ from deltalog.log.filenames import (
     parse_log_file,
     version_prefix,
 )
+from deltalog.log.history import CommitRecord, commit_timestamps, version_at_timestamp
 from deltalog.log.last_checkpoint import LastCheckpointInfo, parse_last_checkpoint
 from deltalog.log.reader import ParsedCommit, parse_commits, read_checkpoint, read_commit_info
 from deltalog.log.replay import InMemoryLogReplay
-from deltalog.log.segment import LogSegment, build_log_segment
+from deltalog.log.segment import LogSegment, build_log_segment, complete_checkpoints
 from deltalog.paths import normalize_table_root
 from deltalog.snapshot import Snapshot
 from deltalog.storage import StorageOptions, is_remote, register, store_for
@@ -212,8 +213,6 @@ class SnapshotManagement:
         Raises:
             TimestampOutOfRangeError: before the earliest or after the latest commit.
         """
-        from deltalog.log.history import version_at_timestamp
-
         records = self._commit_records(recreatable_only=True)
         return version_at_timestamp(
             self.table_root,
@@ -494,8 +493,6 @@ class SnapshotManagement:
             ci = info(c)
             return ci.in_commit_timestamp if ci is not None else None
 
-        from deltalog.log.history import CommitRecord, commit_timestamps
-
         timestamps = commit_timestamps(commits, ict_of)
         return [
             CommitRecord(c.version, ts, info(c) if with_commit_info else infos.get(c.version))
@@ -508,8 +505,6 @@ class SnapshotManagement:
         commits = {f.version for f in files if f.kind is LogFileKind.COMMIT}
         if 0 in commits:
             return 0
-        from deltalog.log.segment import complete_checkpoints
-
         for cp in complete_checkpoints(files):
             # A checkpoint starts a replay when the commits after it are there (or none follow).
             if cp.version + 1 in commits or not any(v > cp.version for v in commits):

@@ -35,9 +35,15 @@ from deltalog.actions import (
     RemoveFile,
     SetTransaction,
 )
-from deltalog.features import check_write_supported, protocol_for_table
+from deltalog.features import (
+    check_write_supported,
+    is_feature_supported,
+    protocol_for_table,
+    reader_features,
+    writer_features,
+)
 from deltalog.log.filenames import commit_name
-from deltalog.schema import parse_schema
+from deltalog.schema import StructType, parse_schema
 from deltalog.table_properties import TableProperties
 from deltalog.txn.conflicts import check_conflicts, in_commit_timestamp_after
 from deltalog.txn.hooks import run_post_commit_hooks
@@ -231,8 +237,6 @@ def _upgrade_protocol(
 
 
 def _check_no_downgrade(table: str, current: Protocol, new: Protocol) -> None:
-    from deltalog.features import reader_features, writer_features
-
     lower = new.min_reader_version < current.min_reader_version or (
         new.min_writer_version < current.min_writer_version
     )
@@ -253,8 +257,6 @@ def _check_no_downgrade(table: str, current: Protocol, new: Protocol) -> None:
 
 
 def _check_partition_values(table: str, metadata: Metadata, actions: list[Action]) -> None:
-    from deltalog.schema import StructType
-
     schema = parse_schema(metadata.schema_string) if metadata.schema_string else StructType(())
     mapping = TableProperties(metadata.configuration, table).column_mapping_mode != "none"
     expected = set()
@@ -341,8 +343,6 @@ def _table_isolation_level(txn: TransactionState, metadata: Metadata) -> str:
 
 
 def _ict_enabled(txn: TransactionState, pending: PendingCommit) -> bool:
-    from deltalog.features import is_feature_supported
-
     metadata = pending.metadata or (txn.snapshot.metadata if txn.snapshot else None)
     protocol = pending.protocol or (txn.snapshot.protocol if txn.snapshot else None)
     if metadata is None or protocol is None:

@@ -32,9 +32,11 @@ from deltalog.actions import (
     remove_action,
 )
 from deltalog.change_data_feed import is_cdc_enabled
+from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.features import is_feature_supported
+from deltalog.paths import resolve
 from deltalog.table_properties import TableProperties
-from deltalog.write.deletion_vectors import sorted_unique
+from deltalog.write.deletion_vectors import sorted_unique, stats_with_dv
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -89,8 +91,6 @@ def physical_records(row: Mapping[str, Any], store: LogStore, table_root: str) -
             return int(n)
     import pyarrow.parquet as pq
 
-    from deltalog.paths import resolve
-
     data = store.read(resolve(table_root, row["path"]))
     return int(pq.read_metadata(pa.BufferReader(data)).num_rows)
 
@@ -135,9 +135,6 @@ def mark_deleted(
         InternalError: a row to delete is already deleted (the engine read a deleted row).
     """
     import json
-
-    from deltalog.deletion_vectors import read_deletion_vector
-    from deltalog.write.deletion_vectors import stats_with_dv
 
     new_rows = sorted_unique(np.asarray(new_rows, dtype=np.uint64))
     old_dv = row.get("deletionVector")

@@ -33,8 +33,10 @@ from deltalog.commands.optimize.commit import (
 from deltalog.commands.optimize.plan import GIB, Bin, OptimizePlan, OptimizeSettings, plan_optimize
 from deltalog.commands.optimize.zorder import z_order_keys
 from deltalog.data_files import read_parquet, to_logical
+from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.delta_log import DeltaLog
 from deltalog.features import check_write_supported
+from deltalog.paths import resolve
 from deltalog.write.file_writer import DataFileWriter, WriteLayout
 
 if TYPE_CHECKING:
@@ -148,8 +150,6 @@ def _write_z_ordered(
 
 def read_live_rows(snapshot: Snapshot, store: LogStore, row: Mapping[str, Any]) -> pa.Table:
     """A live file's logical rows: deletion vector applied, partition values added."""
-    from deltalog.deletion_vectors import read_deletion_vector
-
     root = snapshot.table_root
     data = read_parquet(_resolve(snapshot, row["path"]), root)
     dv = row.get("deletionVector")
@@ -168,6 +168,4 @@ def read_live_rows(snapshot: Snapshot, store: LogStore, row: Mapping[str, Any]) 
 
 
 def _resolve(snapshot: Snapshot, path: str) -> str:
-    from deltalog.paths import resolve
-
     return resolve(snapshot.table_root, path)

@@ -27,6 +27,7 @@ import pyarrow as pa
 from deltalog import errors
 from deltalog.commands.ddl.create_table import CLUSTERING_DOMAIN
 from deltalog.errors import optimize as optimize_errors
+from deltalog.partition_values import typed_partition_values
 from deltalog.scan.predicate import (
     And,
     Predicate,
@@ -37,6 +38,7 @@ from deltalog.scan.predicate import (
 )
 from deltalog.scan.row_filter import partition_matches
 from deltalog.txn import operations
+from deltalog.write.stats import stats_columns
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -299,8 +301,6 @@ def validate_z_order_columns(
         InvalidArgumentError: a partition column (DELTA_ZORDERING_ON_PARTITION_COLUMN), a column
             not in the data schema, or columns without statistics (checked last, all named).
     """
-    from deltalog.write.stats import stats_columns
-
     root = snapshot.table_root
     parts = {c.lower() for c in snapshot.partition_columns}
     data = {f.name.lower(): f.name for f in snapshot.schema.fields if f.name.lower() not in parts}
@@ -353,8 +353,6 @@ def _by_partition(
 ) -> list[tuple[dict[str, str | None], pa.Table]]:
     """``files`` grouped by their typed partition values (``2024-01-01 00:00:00`` and
     ``2024-01-01T00:00:00.000000Z`` are one partition), in a stable order."""
-    from deltalog.partition_values import typed_partition_values
-
     if not files.num_rows:
         return []
     raw = [dict(pv or []) for pv in files.column("partitionValues").to_pylist()]

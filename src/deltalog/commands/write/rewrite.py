@@ -13,11 +13,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
-from deltalog.actions import AddFile, RemoveFile
+from deltalog.actions import AddFile, DeletionVectorDescriptor, RemoveFile, remove_action
 from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logical
 from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.paths import resolve
 from deltalog.scan.row_filter import evaluate, is_true
+from deltalog.table_properties import TableProperties
 from deltalog.write.file_writer import DataFileWriter
 
 if TYPE_CHECKING:
@@ -41,9 +42,6 @@ def rewrite_without(
             read as deleted and re-inserted; writing cdc files comes with DML), or the condition
             is outside what the Python writer evaluates.
     """
-    from deltalog.actions import remove_action
-    from deltalog.table_properties import TableProperties
-
     assert txn.snapshot is not None
     snapshot = txn.snapshot
     if TableProperties(snapshot.metadata.configuration).enable_change_data_feed:
@@ -77,8 +75,6 @@ def rewrite_without(
 
 
 def _read_logical(layout: TableLayout, store: LogStore, row: dict) -> pa.Table:
-    from deltalog.actions import DeletionVectorDescriptor
-
     path = resolve(layout.table_root, row["path"])
     data = read_parquet(path, layout.table_root)
     dv = row.get("deletionVector")

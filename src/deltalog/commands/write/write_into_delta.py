@@ -25,10 +25,20 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from deltalog import errors
-from deltalog.actions import Action, AddFile, Metadata, RemoveFile, SetTransaction, remove_action
+from deltalog.actions import (
+    ADD_SCHEMA,
+    Action,
+    AddFile,
+    Metadata,
+    RemoveFile,
+    SetTransaction,
+    remove_action,
+)
+from deltalog.commands.write.identity import with_high_water_marks
 from deltalog.commands.write.rewrite import rewrite_without
-from deltalog.features import check_write_supported
+from deltalog.features import check_write_supported, is_feature_supported
 from deltalog.scan.predicate import (
+    Opaque,
     Predicate,
     PredicateSyntaxError,
     columns,
@@ -36,7 +46,14 @@ from deltalog.scan.predicate import (
     parse_predicate,
 )
 from deltalog.scan.row_filter import PartitionMatcher, partition_matches
-from deltalog.schema import StructType, as_nullable, drop_column_mapping_metadata, parse_schema
+from deltalog.schema import (
+    PrimitiveType,
+    StructField,
+    StructType,
+    as_nullable,
+    drop_column_mapping_metadata,
+    parse_schema,
+)
 from deltalog.table_properties import TableProperties, validate_new_properties
 from deltalog.txn import operations
 from deltalog.write.file_writer import WriteLayout
@@ -183,8 +200,6 @@ def evolved_metadata(txn: Transaction, new_columns: StructType) -> Metadata | No
 def change_data_layout(layout: WriteLayout) -> WriteLayout:
     """The layout of change data files: the table's columns plus ``_change_type``, under
     ``<table>/_change_data`` with the table's partition directories."""
-    from deltalog.schema import PrimitiveType, StructField
-
     mapped = layout.column_mapping_mode != "none"
     metadata = {"delta.columnMapping.physicalName": "_change_type"} if mapped else {}
     change_type = StructField("_change_type", PrimitiveType("string"), True, metadata)
@@ -249,8 +264,6 @@ def commit_write(
 
 
 def _record_high_water_marks(txn: Transaction, marks: Mapping[str, int]) -> None:
-    from deltalog.commands.write.identity import with_high_water_marks
-
     metadata = txn.metadata
     assert metadata is not None and metadata.schema_string is not None
     schema = with_high_water_marks(parse_schema(metadata.schema_string), marks)
@@ -413,8 +426,6 @@ def _parse_replace_where(table: str, options: WriteOptions) -> Predicate | None:
     try:
         return parse_predicate(options.replace_where)
     except PredicateSyntaxError:
-        from deltalog.scan.predicate import Opaque
-
         return Opaque(options.replace_where)
 
 
@@ -431,8 +442,6 @@ def _is_dynamic(txn: Transaction, options: WriteOptions) -> bool:
 def layout_for(txn: Transaction, options: WriteOptions) -> WriteLayout:
     """How ``txn``'s data files are written: the table's schema, partitioning, column mapping
     and properties, as the transaction will leave them."""
-    from deltalog.features import is_feature_supported
-
     metadata, protocol = txn.metadata, txn.protocol
     assert metadata is not None
     schema = parse_schema(metadata.schema_string) if metadata.schema_string else StructType(())
@@ -508,8 +517,6 @@ def _replaced_files(
 
 def _partition_only(plan: WritePlan) -> bool:
     """Whether the ``replaceWhere`` names partition columns only."""
-    from deltalog.scan.predicate import Opaque
-
     predicate = plan.replace_predicate
     if predicate is None or isinstance(predicate, Opaque):
         return False
@@ -526,8 +533,6 @@ def _partition_key(values: Mapping[str, str | None]) -> tuple[tuple[str, str | N
 
 
 def _no_files() -> pa.Table:
-    from deltalog.actions import ADD_SCHEMA
-
     return pa.Table.from_batches([], pa.schema(list(ADD_SCHEMA)))
 
 
