@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from deltalog import errors
 from deltalog.actions import Action, AddFile, Metadata
 from deltalog.delta_log import DeltaLog
@@ -211,9 +214,6 @@ def read_footer(store: LogStore, path: str) -> pq.FileMetaData | None:
     Raises:
         FileNotFoundError: the file is gone.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     try:
         source = store.open_input(path) if is_remote(path) else path  # type: ignore[attr-defined]
         return pq.read_metadata(source)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.commands.ddl.create_table import CLUSTERING_DOMAIN
@@ -216,8 +217,6 @@ def plan_purge(snapshot: Snapshot, settings: OptimizeSettings | None = None) -> 
     """The bins of ``REORG TABLE ... APPLY (PURGE)``: every file with a deletion vector,
     packed per partition as compaction packs them, so that the rewrite leaves no vector (the
     reference's purge strategy; DROP FEATURE deletionVectors runs it)."""
-    import pyarrow.compute as pc
-
     files = snapshot.all_files_arrow()
     return plan_rewrite(
         snapshot, files.filter(pc.is_valid(files.column("deletionVector"))), settings
