@@ -150,6 +150,14 @@ class Protocol(Action):
         Field("writer_features", "writerFeatures", ArrayOf(STRING)),
     )
 
+    def simple_string(self) -> str:
+        """The reference's ``Protocol.simpleString``: the versions, then the feature lists
+        when the protocol has them (for messages)."""
+        text = f"{self.min_reader_version},{self.min_writer_version}"
+        if self.reader_features is not None or self.writer_features is not None:
+            text += f",{sorted(self.reader_features or ())},{sorted(self.writer_features or ())}"
+        return text
+
 
 @dataclass(frozen=True, slots=True)
 class Metadata(Action):
