@@ -1,9 +1,10 @@
 """OPTIMIZE from plain Python on pyarrow, no Spark: ``deltalog.optimize(path, ...)``.
 
-The plan, the commit and the metrics are :mod:`deltalog.commands.optimize.plan`'s; here each bin's
-files are read (deleted rows dropped, partition values added) and written back with the
-table's :class:`~deltalog.write.file_writer.DataFileWriter`, so the new files get statistics
-like every other write:
+The plan is :mod:`~deltalog.commands.optimize.plan`'s, the commit and the metrics are
+:mod:`~deltalog.commands.optimize.commit`'s; here each bin's files are read (deleted rows
+dropped, partition values added) and written back with the table's
+:class:`~deltalog.write.file_writer.DataFileWriter`, so the new files get statistics like every
+other write:
 
 * compaction: one file per bin, the files streamed through one writer (never all in memory);
 * Z-order: a partition's rows are read together, ordered by their Z-value

@@ -1,8 +1,9 @@
 """OPTIMIZE spread over Spark: ``DeltaTable.forPath(spark, p).optimize()`` (reference
 ``DeltaOptimizeBuilder``, ``OptimizeExecutor``, ``MultiDimClustering``).
 
-The plan, commit and metrics are :mod:`deltalog.commands.optimize.plan`'s; here the bins are read
-with :func:`~deltalog.spark.read.scan.scan_dataframe` (deletion vectors applied) and written with
+The plan, commit and metrics are :mod:`deltalog.commands.optimize.plan`'s and
+:mod:`deltalog.commands.optimize.commit`'s; here the bins are read with
+:func:`~deltalog.spark.read.scan.scan_dataframe` (deletion vectors applied) and written with
 the table's Spark writer (:func:`~deltalog.spark.write.batch.write_rows`), ``dataChange=false``:
 
 * compaction: every bin in ONE Spark job. Each row carries a key chosen so that Spark's hash
