@@ -91,6 +91,10 @@ __all__ = [
 __version__ = "0.1.0"
 
 
+# The functions below import their command when called, for the same reason (and register, the
+# Spark layer's entry, imports pyspark only then).
+
+
 def write_table(path: str, data: Any, **kwargs: Any) -> int | None:
     """Write a pyarrow Table or RecordBatchReader into the Delta table at ``path``; see
     :func:`deltalog.commands.write.write_table.write_table` for the arguments."""

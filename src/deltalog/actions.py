@@ -9,6 +9,7 @@ tolerated on read, as the protocol requires; ``commitInfo`` keeps unknown fields
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -148,6 +149,14 @@ class Protocol(Action):
         Field("reader_features", "readerFeatures", ArrayOf(STRING)),
         Field("writer_features", "writerFeatures", ArrayOf(STRING)),
     )
+
+    def simple_string(self) -> str:
+        """The reference's ``Protocol.simpleString``: the versions, then the feature lists
+        when the protocol has them (for messages)."""
+        text = f"{self.min_reader_version},{self.min_writer_version}"
+        if self.reader_features is not None or self.writer_features is not None:
+            text += f",{sorted(self.reader_features or ())},{sorted(self.writer_features or ())}"
+        return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,6 +438,25 @@ def action_from_json(line: str) -> Action | None:
     if value is not None and not isinstance(value, dict):
         raise ValueError(f"action {key!r} must be a JSON object")
     return action_from_dict(key, value)
+
+
+def remove_action(row: Mapping[str, Any], now_ms: int) -> RemoveFile:
+    """The ``remove`` of a live file (one row of ``all_files_arrow()``), as the reference
+    writes it: extended metadata, partition values, size, stats, deletion vector."""
+    dv = row.get("deletionVector")
+    return RemoveFile(
+        path=row["path"],
+        deletion_timestamp=now_ms,
+        data_change=True,
+        extended_file_metadata=True,
+        partition_values=dict(row.get("partitionValues") or []),
+        size=row.get("size"),
+        stats=row.get("stats"),
+        tags=dict(row["tags"]) if row.get("tags") else None,
+        deletion_vector=DeletionVectorDescriptor.from_dict(dv) if dv else None,
+        base_row_id=row.get("baseRowId"),
+        default_row_commit_version=row.get("defaultRowCommitVersion"),
+    )
 
 
 # ------------------------------------------------------------------------------------------------

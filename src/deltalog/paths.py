@@ -53,6 +53,7 @@ def location_uri(path: str) -> str:
 
 
 def _is_object_uri(path: str) -> bool:
+    # Imported here: the object-store back end loads only for object-store paths.
     from deltalog.storage.object_store import is_object_store_uri
 
     return is_object_store_uri(path)

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
+
+from deltalog import errors
 
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
 
@@ -313,62 +315,106 @@ def _from_arrow(t: pa.DataType, path: str, table: str | None) -> DataType:
                 for child in (t.field(i) for i in range(t.num_fields))
             )
         )
-    from deltalog import errors
-
     raise errors.unsupported_data_type(path, str(t), table)
+
+
+# -- walking the type tree -----------------------------------------------------------------------
+
+
+def _same(t: ArrayType | MapType) -> ArrayType | MapType:
+    return t
+
+
+def map_type(
+    t: DataType,
+    field: Callable[[StructField], StructField],
+    container: Callable[[ArrayType | MapType], ArrayType | MapType] = _same,
+) -> DataType:
+    """``t`` rebuilt with every struct field, at every nesting level, passed through ``field``
+    and then its type mapped (so ``field`` sees the fields in schema order, a parent before
+    its children), and every array and map, once its children are mapped, through
+    ``container``."""
+    if isinstance(t, StructType):
+        return StructType(tuple(_map_field(f, field, container) for f in t.fields))
+    if isinstance(t, ArrayType):
+        element = map_type(t.element_type, field, container)
+        return container(ArrayType(element, t.contains_null))
+    if isinstance(t, MapType):
+        key = map_type(t.key_type, field, container)
+        value = map_type(t.value_type, field, container)
+        return container(MapType(key, value, t.value_contains_null))
+    return t
+
+
+def _map_field(
+    f: StructField,
+    field: Callable[[StructField], StructField],
+    container: Callable[[ArrayType | MapType], ArrayType | MapType],
+) -> StructField:
+    mapped = field(f)
+    return replace(mapped, type=map_type(mapped.type, field, container))
+
+
+def map_fields(
+    schema: StructType,
+    field: Callable[[StructField], StructField],
+    container: Callable[[ArrayType | MapType], ArrayType | MapType] = _same,
+) -> StructType:
+    """:func:`map_type` of a struct, typed as one."""
+    result = map_type(schema, field, container)
+    assert isinstance(result, StructType)
+    return result
+
+
+def explode(schema: StructType) -> Iterator[tuple[tuple[str, ...], StructField]]:
+    """Every (path, field) of ``schema``, parents before children; paths through arrays and maps
+    use ``element``, ``key`` and ``value`` (the reference's ``SchemaMergingUtils.explode``)."""
+    yield from _explode(schema, ())
+
+
+def _explode(
+    t: DataType, prefix: tuple[str, ...]
+) -> Iterator[tuple[tuple[str, ...], StructField]]:
+    if isinstance(t, StructType):
+        for f in t.fields:
+            path = (*prefix, f.name)
+            yield path, f
+            yield from _explode(f.type, path)
+    elif isinstance(t, ArrayType):
+        yield from _explode(t.element_type, (*prefix, "element"))
+    elif isinstance(t, MapType):
+        yield from _explode(t.key_type, (*prefix, "key"))
+        yield from _explode(t.value_type, (*prefix, "value"))
+
+
+# -- schema rewrites ------------------------------------------------------------------------------
 
 
 def as_nullable(schema: StructType) -> StructType:
     """``schema`` with every field, array element and map value nullable, recursively (what a
     DataFrame write stores, as Spark's ``asNullable``); field metadata such as comments is kept."""
-    result = _as_nullable(schema)
-    assert isinstance(result, StructType)
-    return result
+    return map_fields(schema, lambda f: replace(f, nullable=True), _nullable_container)
 
 
-def _as_nullable(t: DataType) -> DataType:
-    if isinstance(t, StructType):
-        return StructType(
-            tuple(StructField(f.name, _as_nullable(f.type), True, f.metadata) for f in t.fields)
-        )
+def _nullable_container(t: ArrayType | MapType) -> ArrayType | MapType:
     if isinstance(t, ArrayType):
-        return ArrayType(_as_nullable(t.element_type), True)
-    if isinstance(t, MapType):
-        return MapType(_as_nullable(t.key_type), _as_nullable(t.value_type), True)
-    return t
+        return replace(t, contains_null=True)
+    return replace(t, value_contains_null=True)
 
 
 def drop_column_mapping_metadata(schema: StructType) -> StructType:
     """``schema`` without column-mapping field metadata (ids, physical names, nested ids and the
     parquet field-id keys), at every nesting level: a DataFrame's schema must not bring its own."""
-    result = _without_keys(schema, COLUMN_MAPPING_METADATA_KEYS)
-    assert isinstance(result, StructType)
-    return result
+    return _without_keys(schema, COLUMN_MAPPING_METADATA_KEYS)
 
 
-def _without_keys(t: DataType, keys: frozenset[str]) -> DataType:
-    """``t`` with the field metadata ``keys`` removed at every nesting level."""
-    if isinstance(t, StructType):
-        return StructType(
-            tuple(
-                StructField(
-                    f.name,
-                    _without_keys(f.type, keys),
-                    f.nullable,
-                    {k: v for k, v in f.metadata.items() if k not in keys},
-                )
-                for f in t.fields
-            )
-        )
-    if isinstance(t, ArrayType):
-        return ArrayType(_without_keys(t.element_type, keys), t.contains_null)
-    if isinstance(t, MapType):
-        return MapType(
-            _without_keys(t.key_type, keys),
-            _without_keys(t.value_type, keys),
-            t.value_contains_null,
-        )
-    return t
+def _without_keys(schema: StructType, keys: frozenset[str]) -> StructType:
+    """``schema`` with the field metadata ``keys`` removed at every nesting level."""
+
+    def strip(f: StructField) -> StructField:
+        return replace(f, metadata={k: v for k, v in f.metadata.items() if k not in keys})
+
+    return map_fields(schema, strip)
 
 
 # Field metadata of writer features that a read's schema does not show (delta-spark's
@@ -389,7 +435,6 @@ def read_schema(schema: StructType) -> StructType:
     then ``removeInternalDeltaMetadata``): no generation or identity keys, no column-mapping
     metadata, no ``delta.typeChanges``."""
     internal = _without_keys(schema, COLUMN_MAPPING_METADATA_KEYS | {"delta.typeChanges"})
-    assert isinstance(internal, StructType)
     return StructType(
         tuple(
             StructField(

@@ -21,7 +21,7 @@ from deltalog.schema import StructType, parse_schema
 from deltalog.table_properties import TableProperties
 
 if TYPE_CHECKING:
-    from deltalog.log.checkpoint_writer import CheckpointOptions
+    from deltalog.log.checkpoint_options import CheckpointOptions
     from deltalog.log.replay import InMemoryLogReplay
     from deltalog.log.segment import LogSegment
     from deltalog.storage.base import LogStore
@@ -131,6 +131,7 @@ class Snapshot:
         """The live files that may hold rows matching the SQL filter ``where`` (all for
         ``None`` or a filter outside the subset data skipping reads): partition pruning and
         min/max/null-count skipping, :mod:`deltalog.scan.skipping`."""
+        # Imported here: skipping needs pyarrow.compute, which loading a snapshot never does.
         from deltalog.scan.skipping import prune_where
 
         return prune_where(

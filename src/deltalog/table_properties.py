@@ -6,6 +6,7 @@ typed error naming it), not every read of the table, as in the reference.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 
@@ -279,8 +280,6 @@ def _is_parquet_version(v: str) -> bool:
 
 
 def _is_json_map(v: str) -> bool:
-    import json
-
     try:
         return isinstance(json.loads(v), dict)
     except ValueError:

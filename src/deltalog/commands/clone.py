@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import logging
 import posixpath
 import time
 import uuid
@@ -30,8 +29,13 @@ from typing import Any
 from urllib.parse import quote
 
 from deltalog import errors
-from deltalog.actions import Action, AddFile, DeletionVectorDescriptor, action_from_dict
-from deltalog.commands.write.write_into_delta import remove_action
+from deltalog.actions import (
+    Action,
+    AddFile,
+    DeletionVectorDescriptor,
+    action_from_dict,
+    remove_action,
+)
 from deltalog.deletion_vectors import dv_file_path
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import manage as manage_errors
@@ -39,8 +43,7 @@ from deltalog.paths import resolve
 from deltalog.snapshot import Snapshot
 from deltalog.storage.base import LogStore
 from deltalog.txn import operations
-
-log = logging.getLogger(__name__)
+from deltalog.txn.hooks import checkpoint_after_commit
 
 METRIC_NAMES = (
     "sourceTableSize",
@@ -120,7 +123,7 @@ def clone(
     }
     op = operations.clone(f"delta.`{snapshot.table_root}`", snapshot.version, metrics)
     committed = txn.commit([*removed, *adds], op)
-    _checkpoint(target_log, committed)
+    checkpoint_after_commit(target_log, committed, "CLONE")
     return CloneResult(committed, metrics)
 
 
@@ -208,11 +211,3 @@ def _copy_files(
     with ThreadPoolExecutor(max_workers=_COPY_THREADS) as pool:
         list(pool.map(copy, jobs.items()))
     return out
-
-
-def _checkpoint(delta_log: DeltaLog, version: int) -> None:
-    # commitLarge checkpoints after the commit; a failure is only logged, the commit stands.
-    try:
-        delta_log.checkpoint(delta_log.get_snapshot_at(version))
-    except (errors.DeltaError, OSError) as e:
-        log.warning("Checkpoint after CLONE to %s failed: %s", delta_log.table_root, e)

@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from deltalog import errors
 from deltalog.actions import Action, AddFile, Metadata
 from deltalog.delta_log import DeltaLog
@@ -38,6 +41,7 @@ from deltalog.schema import StructField, StructType, as_nullable, schema_from_ar
 from deltalog.storage import is_remote
 from deltalog.storage.base import FileInfo, LogStore
 from deltalog.txn import operations
+from deltalog.txn.hooks import checkpoint_after_commit
 from deltalog.write.partitioning import encode_log_path
 from deltalog.write.stats import StatsCollector
 
@@ -127,7 +131,7 @@ def convert_to_delta(
     ]
     op = operations.convert(len(files), partition_columns, collect_stats, source_format)
     version = txn.commit(adds, op)
-    _checkpoint(delta_log, version)
+    checkpoint_after_commit(delta_log, version, "CONVERT")
     return ConvertResult(version, len(files), converted=True)
 
 
@@ -210,9 +214,6 @@ def read_footer(store: LogStore, path: str) -> pq.FileMetaData | None:
     Raises:
         FileNotFoundError: the file is gone.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     try:
         source = store.open_input(path) if is_remote(path) else path  # type: ignore[attr-defined]
         return pq.read_metadata(source)
@@ -274,11 +275,3 @@ def _add_file(
         data_change=True,
         stats=stats,
     )
-
-
-def _checkpoint(delta_log: DeltaLog, version: int) -> None:
-    # commitLarge checkpoints after the commit; a failure is only logged, the commit stands.
-    try:
-        delta_log.checkpoint(delta_log.get_snapshot_at(version))
-    except (errors.DeltaError, OSError) as e:
-        log.warning("Checkpoint after CONVERT of %s failed: %s", delta_log.table_root, e)

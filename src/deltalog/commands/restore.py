@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -31,20 +30,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
-from deltalog.actions import Action, AddFile, Metadata, action_from_dict
+from deltalog.actions import Action, AddFile, Metadata, action_from_dict, remove_action
 from deltalog.commands.write.identity import identity_columns, with_high_water_marks
-from deltalog.commands.write.write_into_delta import remove_action
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import restore as restore_errors
 from deltalog.features import merge_protocols
 from deltalog.log.file_state import canonical_path, dv_unique_id
 from deltalog.paths import resolve
+from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
 from deltalog.storage.base import LogStore
 from deltalog.timestamps import parse_timestamp
 from deltalog.txn import operations
-
-log = logging.getLogger(__name__)
+from deltalog.txn.hooks import checkpoint_after_commit
 
 METRIC_NAMES = (
     "tableSizeAfterRestore",
@@ -103,7 +101,7 @@ def restore(
     actions: list[Action] = [*_add_actions(to_add), *_remove_actions(to_remove, now)]
     op = operations.restore(version if timestamp is None else None, timestamp_text, metrics)
     committed = txn.commit(actions, op)
-    _checkpoint(delta_log, committed)
+    checkpoint_after_commit(delta_log, committed, "RESTORE")
     return metrics
 
 
@@ -259,8 +257,6 @@ def _restored_metadata(target: Metadata, current: Metadata) -> Metadata:
     """The target's metadata with the identity high-water marks that advanced since."""
     if not target.schema_string or not current.schema_string:
         return target
-    from deltalog.schema import parse_schema
-
     target_schema = parse_schema(target.schema_string)
     now_marks = {c.name: c for c in identity_columns(parse_schema(current.schema_string))}
     marks: dict[str, int] = {}
@@ -288,12 +284,3 @@ def _check_files_exist(store: LogStore, target: Snapshot, files: pa.Table) -> No
         gone = [p for p, m in zip(paths, pool.map(missing, paths), strict=True) if m]
     if gone:
         raise restore_errors.restore_missing_files(root, target.version, gone)
-
-
-def _checkpoint(delta_log: DeltaLog, version: int) -> None:
-    # The reference checkpoints after every RESTORE (commitLarge); a failure is only logged,
-    # the commit has happened.
-    try:
-        delta_log.checkpoint(delta_log.get_snapshot_at(version))
-    except (errors.DeltaError, OSError) as e:
-        log.warning("Checkpoint after RESTORE of %s failed: %s", delta_log.table_root, e)

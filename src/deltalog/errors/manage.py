@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from deltalog.actions import Protocol
 from deltalog.errors import (
     DeltaWriteError,
     InvalidArgumentError,
@@ -21,19 +20,11 @@ from deltalog.errors import (
 # -- protocol and features ------------------------------------------------------------------------
 
 
-def _protocol_text(p: Protocol) -> str:
-    # The reference's Protocol.simpleString: versions, then the feature lists when present.
-    text = f"{p.min_reader_version},{p.min_writer_version}"
-    if p.reader_features is not None or p.writer_features is not None:
-        text += f",{sorted(p.reader_features or ())},{sorted(p.writer_features or ())}"
-    return text
-
-
-def protocol_downgrade_exception(table: str, old: Protocol, new: Protocol) -> DeltaWriteError:
+def protocol_downgrade_exception(table: str, old: str, new: str) -> DeltaWriteError:
+    """``old`` and ``new``: the protocols' ``simple_string()``."""
     return DeltaWriteError(
         "DELTA_INVALID_PROTOCOL_DOWNGRADE",
-        f"Protocol version cannot be downgraded from ({_protocol_text(old)}) to "
-        f"({_protocol_text(new)}).",
+        f"Protocol version cannot be downgraded from ({old}) to ({new}).",
         table=table,
         help="a protocol only goes up; drop a feature with dropFeatureSupport.",
     )

@@ -6,8 +6,19 @@ Kept out of ``errors/__init__``'s re-exports (as ``errors/vacuum.py``); import t
 
 from __future__ import annotations
 
+import re
+
 from deltalog.errors import DeltaError, DeltaWriteError, InvalidArgumentError
-from deltalog.storage.options import SINGLE_WRITER_KEYS, scrub
+
+_URL_QUERY = re.compile(r"(https?://[^\s?'\"]+)\?[^\s'\"]*")
+
+
+def scrub(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every secret value and every URL's query string (where SAS tokens and
+    presigned signatures travel) replaced by ``***``."""
+    for value in sorted(secrets, key=len, reverse=True):
+        text = text.replace(value, "***")
+    return _URL_QUERY.sub(r"\1?***", text)
 
 
 class StorageError(DeltaError):
@@ -15,7 +26,8 @@ class StorageError(DeltaError):
     throttling that outlasted the back-off)."""
 
 
-def no_conditional_writes(bucket: str, path: str) -> DeltaWriteError:
+def no_conditional_writes(bucket: str, path: str, opt_in: tuple[str, str]) -> DeltaWriteError:
+    """``opt_in``: the storage options that choose single-writer mode (ours, delta-rs's)."""
     return DeltaWriteError(
         "DELTA_STORE_NO_CONDITIONAL_WRITES",
         f"the object store at {bucket} does not honour conditional writes (put-if-absent: "
@@ -23,7 +35,7 @@ def no_conditional_writes(bucket: str, path: str) -> DeltaWriteError:
         "could silently overwrite a concurrent writer's commit; nothing was committed.",
         help=f"use a store or endpoint with conditional writes, or, if this table only ever "
         f"has one writer at a time, opt into single-writer mode with the storage option "
-        f"{SINGLE_WRITER_KEYS[0]}=true (delta-rs's {SINGLE_WRITER_KEYS[1]}=true is accepted).",
+        f"{opt_in[0]}=true (delta-rs's {opt_in[1]}=true is accepted).",
     )
 
 

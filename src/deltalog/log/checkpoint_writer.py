@@ -49,6 +49,7 @@ from deltalog import errors
 from deltalog.actions import LOG_SCHEMA, Action, CheckpointMetadata, Sidecar
 from deltalog.features import is_feature_supported
 from deltalog.fields import conform_array
+from deltalog.log.checkpoint_options import CheckpointOptions
 from deltalog.log.filenames import LAST_CHECKPOINT, SIDECAR_DIR
 from deltalog.log.last_checkpoint import LastCheckpointInfo, checksum, parse_last_checkpoint
 from deltalog.schema import as_nullable, schema_from_arrow
@@ -65,38 +66,6 @@ _CLASSIC_KEYS = ("txn", "add", "remove", "metaData", "protocol", "domainMetadata
 _V2_KEYS = (*_CLASSIC_KEYS, "checkpointMetadata", "sidecar")
 # Fields the reference drops from checkpoint ``remove`` structs.
 _REMOVE_DROPPED = ("stats", "tags")
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointOptions:
-    """How to lay a checkpoint out (the reference's session settings).
-
-    Attributes:
-        part_size: the most actions per part of a classic checkpoint; more → multi-part
-            (``spark.databricks.delta.checkpoint.partSize``). ``None``: one file.
-        sidecar_actions: the most file actions per V2 sidecar.
-        v2_top_level_format: ``parquet`` or ``json``, the V2 top-level file's format
-            (``spark.databricks.delta.checkpointV2.topLevelFileFormat``).
-    """
-
-    part_size: int | None = None
-    sidecar_actions: int = 50_000
-    v2_top_level_format: str = "parquet"
-
-    def __post_init__(self) -> None:
-        if self.part_size is not None and self.part_size < 1:
-            raise errors.invalid_argument(
-                f"checkpoint part size must be positive: {self.part_size}"
-            )
-        if self.sidecar_actions < 1:
-            raise errors.invalid_argument(
-                f"actions per sidecar must be positive: {self.sidecar_actions}"
-            )
-        if self.v2_top_level_format not in ("parquet", "json"):
-            raise errors.invalid_argument(
-                "the V2 checkpoint top-level format must be 'parquet' or 'json', not "
-                f"{self.v2_top_level_format!r}"
-            )
 
 
 def checkpoint_file_name(version: int) -> str:

@@ -17,7 +17,7 @@ import pyarrow as pa
 from deltalog import errors
 
 if TYPE_CHECKING:
-    from deltalog.log.checkpoint_writer import CheckpointOptions
+    from deltalog.log.checkpoint_options import CheckpointOptions
 from deltalog.timestamps import time_zone
 
 # Spark lists every explicit input path in a job of its own above this many paths; the log and
@@ -92,7 +92,7 @@ def checkpoint_options(spark: Any) -> CheckpointOptions | None:
     """The session's checkpoint layout settings (``None`` when none is set): the reference's
     ``spark.databricks.delta.checkpoint.partSize`` and
     ``spark.databricks.delta.checkpointV2.topLevelFileFormat``."""
-    from deltalog.log.checkpoint_writer import CheckpointOptions
+    from deltalog.log.checkpoint_options import CheckpointOptions
 
     part_size = conf_get(spark, "spark.databricks.delta.checkpoint.partSize", "")
     top_level = conf_get(spark, "spark.databricks.delta.checkpointV2.topLevelFileFormat", "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
+from deltalog import errors
 from deltalog.storage.base import FileInfo, LogStore
 from deltalog.storage.local import LocalLogStore
 from deltalog.storage.options import StorageOptions, bucket_of, register, registered
@@ -16,6 +17,7 @@ _lock = threading.Lock()
 def is_remote(path: str) -> bool:
     """Whether ``path`` is an object-store URI (``s3://``, ``s3a://``, ``az://``, ``abfss://``,
     ``gs://``, ...) rather than a local path or ``file:`` URI."""
+    # Imported here, as below: the object-store back end loads only for object-store paths.
     from deltalog.storage.object_store import is_object_store_uri
 
     return is_object_store_uri(path)
@@ -37,8 +39,6 @@ def store_for(
     head = path.split("/", 1)[0]
     if "://" in path and not path.startswith("file:") and head.endswith(":"):
         if not is_remote(path):
-            from deltalog import errors
-
             raise errors.invalid_argument(
                 f"no storage back end for {path!r}: deltalog reaches local paths, file: URIs "
                 "and s3://, s3a://, az://, abfs(s)://, gs:// object stores"

@@ -32,8 +32,9 @@ from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, TypeVar
 
 from deltalog.errors import storage as storage_errors
+from deltalog.errors.storage import scrub
 from deltalog.storage.base import FileInfo
-from deltalog.storage.options import StorageOptions, bucket_of, scrub
+from deltalog.storage.options import SINGLE_WRITER_KEYS, StorageOptions, bucket_of
 
 T = TypeVar("T")
 
@@ -313,12 +314,14 @@ class ObjectLogStore:
         with self._lock:
             if self._conditional_checked:
                 if not self._conditional and not self.single_writer:
-                    raise storage_errors.no_conditional_writes(self.bucket, path)
+                    raise storage_errors.no_conditional_writes(
+                        self.bucket, path, SINGLE_WRITER_KEYS
+                    )
                 return
             self._conditional = self._probe(path)
             self._conditional_checked = True
         if not self._conditional and not self.single_writer:
-            raise storage_errors.no_conditional_writes(self.bucket, path)
+            raise storage_errors.no_conditional_writes(self.bucket, path, SINGLE_WRITER_KEYS)
 
     def _probe(self, path: str) -> bool:
         import obstore

@@ -26,15 +26,6 @@ STORAGE_PREFIXES = ("aws_", "azure_", "google_", "deltalog_")
 """Lower-cased prefixes of reader/writer options that are storage options."""
 
 _SECRET_NAME = re.compile(r"SECRET|TOKEN|PASSWORD|SAS|KEY|CREDENTIAL|SIGNATURE")
-_URL_QUERY = re.compile(r"(https?://[^\s?'\"]+)\?[^\s'\"]*")
-
-
-def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with every secret value and every URL's query string (where SAS tokens and
-    presigned signatures travel) replaced by ``***``."""
-    for value in sorted(secrets, key=len, reverse=True):
-        text = text.replace(value, "***")
-    return _URL_QUERY.sub(r"\1?***", text)
 
 
 # Hadoop s3a names of the session conf, and the option each one is.

@@ -41,7 +41,7 @@ from deltalog import errors
 from deltalog.change_data_feed import CdfBounds, CdfRange, plan_commit_changes, resolve_range
 from deltalog.log.filenames import LogFileKind, commit_name, parse_log_file, version_prefix
 from deltalog.log.reader import ParsedCommit, parse_commits
-from deltalog.schema import ArrayType, DataType, MapType, StructType, parse_schema
+from deltalog.schema import ArrayType, DataType, MapType, StructType, parse_schema, simple_string
 from deltalog.streaming.offsets import BASE_INDEX, DeltaSourceOffset
 from deltalog.streaming.options import AdmissionLimits, SourceOptions
 
@@ -498,8 +498,6 @@ def _type_name(t: DataType) -> str:
 
 
 def _names(schema: StructType) -> str:
-    from deltalog.schema import simple_string
-
     return simple_string(schema)
 
 

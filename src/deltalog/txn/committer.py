@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
+from typing import Protocol as TypingProtocol
 
 from deltalog import errors
 from deltalog.actions import (
@@ -34,18 +35,54 @@ from deltalog.actions import (
     RemoveFile,
     SetTransaction,
 )
-from deltalog.features import check_write_supported, protocol_for_table
+from deltalog.features import (
+    check_write_supported,
+    is_feature_supported,
+    protocol_for_table,
+    reader_features,
+    writer_features,
+)
 from deltalog.log.filenames import commit_name
-from deltalog.schema import parse_schema
+from deltalog.schema import StructType, parse_schema
 from deltalog.table_properties import TableProperties
-from deltalog.txn.conflicts import WinningCommit, check_conflicts, in_commit_timestamp_after
+from deltalog.txn.conflicts import check_conflicts, in_commit_timestamp_after
+from deltalog.txn.hooks import run_post_commit_hooks
 from deltalog.txn.operations import Operation, build_commit_info, new_txn_id
 from deltalog.txn.read_set import SERIALIZABLE, SNAPSHOT_ISOLATION, PendingCommit
+from deltalog.txn.winning_commit import WinningCommit
 
 if TYPE_CHECKING:
-    from deltalog.txn.transaction import Transaction
+    from deltalog.log.snapshots import SnapshotManagement
+    from deltalog.snapshot import Snapshot
+    from deltalog.txn.read_set import ReadSet
 
 log = logging.getLogger(__name__)
+
+
+class TransactionState(TypingProtocol):
+    """What the committer reads of a transaction (:class:`deltalog.txn.transaction.Transaction`
+    is one): declared here so that the commit path does not depend on the class that calls it."""
+
+    log: SnapshotManagement
+    read_set: ReadSet
+    isolation_level: str | None
+    user_metadata: str | None
+    allow_protocol_downgrade: bool
+
+    @property
+    def snapshot(self) -> Snapshot | None: ...
+
+    @property
+    def table_root(self) -> str: ...
+
+    @property
+    def read_version(self) -> int: ...
+
+    @property
+    def new_metadata(self) -> Metadata | None: ...
+
+    @property
+    def new_protocol(self) -> Protocol | None: ...
 
 # The reference allows ten million conflict-free retries; a bound keeps a livelock finite.
 MAX_COMMIT_ATTEMPTS = 10_000_000
@@ -54,7 +91,7 @@ ICT_ENABLEMENT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
 
 
 def commit(
-    txn: Transaction,
+    txn: TransactionState,
     actions: list[Action],
     operation: Operation,
     *,
@@ -93,9 +130,7 @@ def commit(
             pending, attempt, own_ict = _resolve_conflicts(txn, pending, attempt, own_ict)
             continue
         log.info("Committed version %d of %s (%s)", attempt, txn.table_root, operation.name)
-        from deltalog.txn.hooks import run_post_commit_hooks
-
-        run_post_commit_hooks(txn, attempt, operation)
+        run_post_commit_hooks(txn.log, attempt)
         return attempt
     raise errors.DeltaConcurrentModificationException(
         "DELTA_MAX_COMMIT_RETRIES_EXCEEDED",
@@ -114,7 +149,7 @@ def serialize(actions: list[Action]) -> bytes:
 # -- preparation --------------------------------------------------------------------------------
 
 
-def prepare(txn: Transaction, actions: list[Action]) -> PendingCommit:
+def prepare(txn: TransactionState, actions: list[Action]) -> PendingCommit:
     """Validate ``actions`` and fold in the transaction's metadata and protocol changes.
 
     Raises:
@@ -158,7 +193,7 @@ def prepare(txn: Transaction, actions: list[Action]) -> PendingCommit:
     return PendingCommit(txn.snapshot, txn.read_set, isolation, final)
 
 
-def _check_last_commit_not_empty(txn: Transaction) -> None:
+def _check_last_commit_not_empty(txn: TransactionState) -> None:
     """A zero-byte commit is what a writer without atomic put-if-absent leaves when it dies
     mid-write; readers take it as a version with no actions, but committing after it would
     bury whatever that writer meant to commit. Refuse, and say how to repair."""
@@ -169,7 +204,7 @@ def _check_last_commit_not_empty(txn: Transaction) -> None:
 
 
 def _single(
-    txn: Transaction, actions: list[Action], kind: type, from_txn: Action | None
+    txn: TransactionState, actions: list[Action], kind: type, from_txn: Action | None
 ) -> Action | None:
     found = [a for a in actions if isinstance(a, kind)]
     if from_txn is not None:
@@ -184,7 +219,7 @@ def _single(
 
 
 def _upgrade_protocol(
-    txn: Transaction,
+    txn: TransactionState,
     metadata: Metadata,
     protocol: Protocol | None,
     current: Protocol | None,
@@ -202,8 +237,6 @@ def _upgrade_protocol(
 
 
 def _check_no_downgrade(table: str, current: Protocol, new: Protocol) -> None:
-    from deltalog.features import reader_features, writer_features
-
     lower = new.min_reader_version < current.min_reader_version or (
         new.min_writer_version < current.min_writer_version
     )
@@ -224,8 +257,6 @@ def _check_no_downgrade(table: str, current: Protocol, new: Protocol) -> None:
 
 
 def _check_partition_values(table: str, metadata: Metadata, actions: list[Action]) -> None:
-    from deltalog.schema import StructType
-
     schema = parse_schema(metadata.schema_string) if metadata.schema_string else StructType(())
     mapping = TableProperties(metadata.configuration, table).column_mapping_mode != "none"
     expected = set()
@@ -292,7 +323,7 @@ def _check_duplicates(table: str, actions: list[Action]) -> None:
         )
 
 
-def _isolation_level(txn: Transaction, metadata: Metadata, actions: tuple[Action, ...]) -> str:
+def _isolation_level(txn: TransactionState, metadata: Metadata, actions: tuple[Action, ...]) -> str:
     """The table's level (or the caller's), downgraded to SnapshotIsolation when no file
     action changes data and nothing but files is committed (e.g. OPTIMIZE)."""
     level = txn.isolation_level or _table_isolation_level(txn, metadata)
@@ -303,7 +334,7 @@ def _isolation_level(txn: Transaction, metadata: Metadata, actions: tuple[Action
     return level
 
 
-def _table_isolation_level(txn: Transaction, metadata: Metadata) -> str:
+def _table_isolation_level(txn: TransactionState, metadata: Metadata) -> str:
     value = metadata.configuration.get("delta.isolationLevel")
     return value if value in ("Serializable", "WriteSerializable") else SERIALIZABLE
 
@@ -311,9 +342,7 @@ def _table_isolation_level(txn: Transaction, metadata: Metadata) -> str:
 # -- in-commit timestamps -----------------------------------------------------------------------
 
 
-def _ict_enabled(txn: Transaction, pending: PendingCommit) -> bool:
-    from deltalog.features import is_feature_supported
-
+def _ict_enabled(txn: TransactionState, pending: PendingCommit) -> bool:
     metadata = pending.metadata or (txn.snapshot.metadata if txn.snapshot else None)
     protocol = pending.protocol or (txn.snapshot.protocol if txn.snapshot else None)
     if metadata is None or protocol is None:
@@ -323,7 +352,7 @@ def _ict_enabled(txn: Transaction, pending: PendingCommit) -> bool:
 
 
 def _in_commit_timestamp(
-    txn: Transaction, pending: PendingCommit, now: int, previous_attempt: int | None
+    txn: TransactionState, pending: PendingCommit, now: int, previous_attempt: int | None
 ) -> int | None:
     """max(now, previous commit's timestamp + 1), and never below an earlier attempt's."""
     if not _ict_enabled(txn, pending):
@@ -337,7 +366,7 @@ def _in_commit_timestamp(
 
 
 def _with_ict_enablement(
-    txn: Transaction, pending: PendingCommit, version: int, ict: int | None
+    txn: TransactionState, pending: PendingCommit, version: int, ict: int | None
 ) -> list[Action]:
     """Enabling ICT on an existing table records from which version and time it holds."""
     actions = list(pending.actions)
@@ -359,7 +388,7 @@ def _with_ict_enablement(
 
 
 def _resolve_conflicts(
-    txn: Transaction, pending: PendingCommit, attempt: int, own_ict: int | None
+    txn: TransactionState, pending: PendingCommit, attempt: int, own_ict: int | None
 ) -> tuple[PendingCommit, int, int | None]:
     """Check every commit from ``attempt`` to the latest against ``pending``; return the
     (possibly rebased) pending commit, the next version to try and the ICT floor.

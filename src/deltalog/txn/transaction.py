@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltalog import errors
-from deltalog.actions import Action, Metadata, Protocol
+from deltalog.actions import ADD_SCHEMA, Action, Metadata, Protocol
 from deltalog.scan.predicate import Predicate, parse_predicate
+from deltalog.scan.skipping import files_matching
+from deltalog.txn.committer import commit
 from deltalog.txn.operations import Operation
 from deltalog.txn.read_set import ISOLATION_LEVELS, ReadSet
 
 if TYPE_CHECKING:
-    from deltalog.delta_log import DeltaLog
+    from deltalog.log.snapshots import SnapshotManagement
     from deltalog.snapshot import Snapshot
 
 
@@ -40,7 +42,7 @@ class Transaction:
 
     def __init__(
         self,
-        log: DeltaLog,
+        log: SnapshotManagement,
         snapshot: Snapshot | None,
         *,
         isolation_level: str | None = None,
@@ -113,14 +115,10 @@ class Transaction:
         """
         parsed = self._parse(predicate)
         if self._snapshot is None:
-            from deltalog.actions import ADD_SCHEMA
-
             return pa.Table.from_batches([], pa.schema(list(ADD_SCHEMA)))
         if parsed is None:
             files = self._snapshot.all_files_arrow()
         else:
-            from deltalog.scan.skipping import files_matching
-
             snap = self._snapshot
             files = files_matching(
                 snap.all_files_arrow(),
@@ -217,8 +215,6 @@ class Transaction:
         *,
         skip_empty: bool,
     ) -> int | None:
-        from deltalog.txn.committer import commit
-
         if self.committed_version is not None:
             raise errors.InternalError(
                 "DELTA_TRANSACTION_ALREADY_COMMITTED",

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from deltalog import errors
 from deltalog.schema import (
@@ -23,6 +24,8 @@ from deltalog.schema import (
     StructField,
     StructType,
     drop_column_mapping_metadata,
+    explode,
+    map_fields,
     simple_string,
 )
 
@@ -94,33 +97,6 @@ def check_no_duplicate_columns(
     duplicates = [name for name, n in counts.items() if n > 1]
     if duplicates:
         raise errors.duplicate_columns(table_root, duplicates, where)
-
-
-def explode(schema: StructType) -> Iterator[tuple[tuple[str, ...], StructField]]:
-    """Every (path, field) of ``schema``, parents before children; paths through arrays and maps
-    use ``element``, ``key`` and ``value`` (the reference's ``SchemaMergingUtils.explode``)."""
-    yield from _explode_struct(schema, ())
-
-
-def _explode_struct(
-    struct: StructType, prefix: tuple[str, ...]
-) -> Iterator[tuple[tuple[str, ...], StructField]]:
-    for f in struct.fields:
-        path = (*prefix, f.name)
-        yield path, f
-        yield from _explode_type(f.type, path)
-
-
-def _explode_type(
-    t: DataType, prefix: tuple[str, ...]
-) -> Iterator[tuple[tuple[str, ...], StructField]]:
-    if isinstance(t, StructType):
-        yield from _explode_struct(t, prefix)
-    elif isinstance(t, ArrayType):
-        yield from _explode_type(t.element_type, (*prefix, "element"))
-    elif isinstance(t, MapType):
-        yield from _explode_type(t.key_type, (*prefix, "key"))
-        yield from _explode_type(t.value_type, (*prefix, "value"))
 
 
 class _Conflict(Exception):
@@ -359,30 +335,19 @@ def find_max_column_id(schema: StructType) -> int:
 
 
 def _assign_struct(struct: StructType, counter: list[int]) -> StructType:
-    fields: list[StructField] = []
-    for f in struct.fields:
+    """``struct`` with an id and a physical name on every field that lacks one, ids counted on
+    from ``counter`` in schema order, a parent before its children."""
+
+    def assign(f: StructField) -> StructField:
         metadata = dict(f.metadata)
         if COLUMN_MAPPING_ID not in metadata:
             counter[0] += 1
             metadata[COLUMN_MAPPING_ID] = counter[0]
         if COLUMN_MAPPING_PHYSICAL_NAME not in metadata:
             metadata[COLUMN_MAPPING_PHYSICAL_NAME] = f"col-{uuid.uuid4()}"
-        fields.append(StructField(f.name, _assign_type(f.type, counter), f.nullable, metadata))
-    return StructType(tuple(fields))
+        return replace(f, metadata=metadata)
 
-
-def _assign_type(t: DataType, counter: list[int]) -> DataType:
-    if isinstance(t, StructType):
-        return _assign_struct(t, counter)
-    if isinstance(t, ArrayType):
-        return ArrayType(_assign_type(t.element_type, counter), t.contains_null)
-    if isinstance(t, MapType):
-        return MapType(
-            _assign_type(t.key_type, counter),
-            _assign_type(t.value_type, counter),
-            t.value_contains_null,
-        )
-    return t
+    return map_fields(struct, assign)
 
 
 def column_paths(schema: StructType) -> Iterable[str]:

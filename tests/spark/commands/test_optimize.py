@@ -158,6 +158,48 @@ def test_z_order_prunes_more_files_and_purges_deletion_vectors(
         assert hits_after < hits_before / 2, (column, hits_before, hits_after)
 
 
+def _file_rows(path: str) -> dict[str, list[list[dict[str, Any]]]]:
+    """Per partition value of ``p``, each live file's rows in file order (files by path)."""
+    import pyarrow.parquet as pq
+
+    files = DeltaLog.for_table(path).update().all_files_arrow().to_pylist()
+    out: dict[str, list[list[dict[str, Any]]]] = {}
+    for f in sorted(files, key=lambda f: f["path"]):
+        part = dict(f["partitionValues"])["p"]
+        out.setdefault(part, []).append(pq.read_table(f"{path}/{f['path']}").to_pylist())
+    return out
+
+
+def test_both_engines_lay_out_a_z_order_identically(
+    spark: Any, delta: str, tmp_path: Path
+) -> None:
+    # Two partitions of 200 rows, x distinct (one NULL) and y strings: every row its own
+    # Z-value, so the order inside a file is the curve's alone.
+    n = 200
+    rows = [
+        {
+            "x": None if i == 17 else (i * 37) % (2 * n),
+            "y": f"y{(i * 101) % 23:02d}",
+            "p": "a" if i % 2 else "b",
+        }
+        for i in range(2 * n)
+    ]
+    data = pa.Table.from_pylist(rows)
+    python_path, spark_path = str(tmp_path / "python"), str(tmp_path / "spark")
+    for path in (python_path, spark_path):
+        for k in range(4):
+            chunk = data.slice(k * n // 2, n // 2)
+            deltalog.write_table(path, chunk, mode="append", partition_by=["p"])
+
+    deltalog.optimize(python_path, z_order_by=["x", "y"])
+    DeltaTable.forPath(spark, spark_path).optimize().executeZOrderBy("x", "y").collect()
+
+    python_files, spark_files = _file_rows(python_path), _file_rows(spark_path)
+    assert sorted(python_files) == ["a", "b"]
+    assert all(len(files) == 1 for files in python_files.values())
+    assert spark_files == python_files
+
+
 def test_partitioned_z_order_refuses_partition_columns(
     spark: Any, delta: str, tmp_path: Path
 ) -> None:

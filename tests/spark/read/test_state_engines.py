@@ -124,7 +124,7 @@ def test_corrupt_commits_on_spark_are_typed_errors(spark: Any, tmp_path: Path) -
 
 
 def test_auto_engine_picks_spark_for_large_logs(spark: Any, monkeypatch: Any) -> None:
-    import deltalog.delta_log as module
+    import deltalog.log.snapshots as module
 
     root = str(TABLES / "delta-golden/checkpoint")
     assert DeltaLog(root, spark=spark).update().engine == "driver"

@@ -574,7 +574,7 @@ def test_what_a_command_read_is_checked_against_concurrent_commits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, partition: str, conflicts: bool
 ) -> None:
     from deltalog import exceptions
-    from deltalog.commands.dml.arrow import DmlJob
+    from deltalog.commands.dml.job import DmlJob
 
     path = _table(tmp_path)
     finish = DmlJob.finish

@@ -17,14 +17,10 @@ import pytest
 
 import deltalog
 from deltalog import DeltaLog, errors
-from deltalog.commands.optimize.arrow import write_bins, z_order_keys
-from deltalog.commands.optimize.plan import (
-    OptimizeSettings,
-    commit,
-    commit_metrics,
-    plan_optimize,
-    remove_actions,
-)
+from deltalog.commands.optimize.arrow import write_bins
+from deltalog.commands.optimize.commit import commit, commit_metrics, remove_actions
+from deltalog.commands.optimize.plan import OptimizeSettings, plan_optimize
+from deltalog.commands.optimize.zorder import z_order_keys
 from deltalog.scan.predicate import parse_predicate, simple_string
 from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
 

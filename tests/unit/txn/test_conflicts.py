@@ -40,7 +40,7 @@ from deltalog.errors import (
 )
 from deltalog.scan.predicate import Predicate, parse_predicate
 from deltalog.snapshot import Snapshot
-from deltalog.txn.conflicts import WinningCommit, check_conflicts, in_commit_timestamp_after
+from deltalog.txn.conflicts import check_conflicts, in_commit_timestamp_after
 from deltalog.txn.read_set import (
     SERIALIZABLE,
     SNAPSHOT_ISOLATION,
@@ -48,6 +48,7 @@ from deltalog.txn.read_set import (
     PendingCommit,
     ReadSet,
 )
+from deltalog.txn.winning_commit import WinningCommit
 
 # -- helpers --------------------------------------------------------------------------------------
 

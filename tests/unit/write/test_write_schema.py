@@ -494,7 +494,7 @@ PHYSICAL = re.compile(r"^col-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]
 
 
 def _ids(schema: StructType) -> dict[str, int]:
-    from deltalog.write.schema_evolution import explode
+    from deltalog.schema import explode
 
     return {".".join(p_): fl.metadata["delta.columnMapping.id"] for p_, fl in explode(schema)}
 
@@ -512,7 +512,7 @@ def test_assign_column_mapping_numbers_parents_before_children() -> None:
         "m.value.v": 8,
     }
     assert max_id == 8
-    from deltalog.write.schema_evolution import explode
+    from deltalog.schema import explode
 
     names = [fl.metadata["delta.columnMapping.physicalName"] for _, fl in explode(out)]
     assert all(PHYSICAL.match(n) for n in names) and len(set(names)) == len(names)

@@ -16,11 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from deltalog import errors
-from deltalog.actions import Action, DomainMetadata, Metadata
+from deltalog.actions import Action, DomainMetadata, Metadata, remove_action
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import StructType
 from deltalog.table_properties import TableProperties, validate_new_properties
 from deltalog.txn import operations
+from deltalog.txn.transaction import Transaction
 from deltalog.write.schema_evolution import assign_column_mapping, check_partition_columns
 
 KINDS = {
@@ -80,8 +81,6 @@ def create_table(path: str, kind: str, spec: TableSpec) -> int | None:
     txn.update_metadata(metadata)
     actions: list[Action] = list(domains)
     if exists:
-        from deltalog.commands.write.write_into_delta import remove_action
-
         now = int(time.time() * 1000)
         files = txn.filter_files(None)
         txn.read_whole_table()
@@ -138,8 +137,6 @@ def _metadata(
 
 def _dropped_domains(txn: object, kept: Sequence[DomainMetadata]) -> list[DomainMetadata]:
     """A replace drops the old clustering domain when the new table is not clustered."""
-    from deltalog.txn.transaction import Transaction
-
     assert isinstance(txn, Transaction) and txn.snapshot is not None
     names = {d.domain for d in kept}
     return [

@@ -23,8 +23,9 @@ from dataclasses import replace
 from typing import Any
 
 from deltalog.actions import DomainMetadata
+from deltalog.commands.ddl.create_table import CLUSTERING_DOMAIN
 from deltalog.commands.optimize.arrow import read_live_rows
-from deltalog.commands.optimize.plan import remove_actions
+from deltalog.commands.optimize.commit import remove_actions
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import manage as manage_errors
 from deltalog.paths import resolve
@@ -87,8 +88,6 @@ def remove_column_mapping(delta_log: DeltaLog, snapshot: Snapshot, feature: str)
 def _clustering_by_logical_names(snapshot: Snapshot) -> list[DomainMetadata]:
     """The ``delta.clustering`` domain with its columns renamed from physical to logical names
     (the reference records physical names under column mapping); empty when unclustered."""
-    from deltalog.commands.ddl.create_table import CLUSTERING_DOMAIN
-
     domain = next((d for d in snapshot.domain_metadata if d.domain == CLUSTERING_DOMAIN), None)
     if domain is None or not domain.configuration:
         return []

@@ -42,11 +42,18 @@ from dataclasses import replace
 
 import pyarrow.compute as pc
 
-from deltalog.actions import RemoveFile
+from deltalog.actions import DeletionVectorDescriptor, RemoveFile
+from deltalog.commands.ddl.drop_column_mapping import remove_column_mapping
+from deltalog.commands.ddl.drop_type_widening import remove_type_widening
+from deltalog.commands.ddl.protocol_change import set_table_properties, unset_table_properties
+from deltalog.commands.optimize import commit as opt_commit
+from deltalog.commands.optimize import plan as opt
+from deltalog.commands.optimize.arrow import write_bins
 from deltalog.deletion_vectors import dv_file_path
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import manage as manage_errors
 from deltalog.features import TABLE_FEATURES, _closure, _normalize, _supported
+from deltalog.log.cleanup import MS_PER_MINUTE, cleanup_expired_logs
 from deltalog.log.filenames import (
     CheckpointFormat,
     LogFile,
@@ -54,6 +61,7 @@ from deltalog.log.filenames import (
     parse_log_file,
     version_prefix,
 )
+from deltalog.log.segment import complete_checkpoints
 from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
 from deltalog.storage.base import LogStore
@@ -186,10 +194,6 @@ def _no_pre_downgrade(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> 
 
 def _purge_deletion_vectors(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool:
     """Disable new vectors, rewrite the files that have one, tombstone the vector files."""
-    from deltalog.commands.ddl.protocol_change import unset_table_properties
-    from deltalog.commands.optimize import plan as opt
-    from deltalog.commands.optimize.arrow import write_bins
-
     changed = traces(snapshot, feature) is not None
     if snapshot.metadata.configuration.get("delta.enableDeletionVectors") is not None:
         unset_table_properties(
@@ -204,9 +208,9 @@ def _purge_deletion_vectors(delta_log: DeltaLog, snapshot: Snapshot, feature: st
     if plan.bins:
         plan.track_reads(txn)
         adds = write_bins(plan, delta_log.store)
-        removes = opt.remove_actions(plan.files, int(time.time() * 1000))
-        op = operations.reorg_purge([]).with_metrics(opt.commit_metrics(adds, removes))
-        opt.commit(delta_log, txn, plan, [*removes, *adds], op)
+        removes = opt_commit.remove_actions(plan.files, int(time.time() * 1000))
+        op = operations.reorg_purge([]).with_metrics(opt_commit.commit_metrics(adds, removes))
+        opt_commit.commit(delta_log, txn, plan, [*removes, *adds], op)
     _commit_vector_tombstones(delta_log)
     return changed
 
@@ -214,8 +218,6 @@ def _purge_deletion_vectors(delta_log: DeltaLog, snapshot: Snapshot, feature: st
 def _commit_vector_tombstones(delta_log: DeltaLog) -> None:
     """``remove`` actions for the vector files of unexpired tombstones, so that VACUUM (LITE
     too) deletes them; the reference's ``generateDVTombstones``."""
-    from deltalog.actions import DeletionVectorDescriptor
-
     txn = delta_log.start_transaction()
     assert txn.snapshot is not None
     tombstones = txn.snapshot.tombstones_arrow()
@@ -238,8 +240,6 @@ def _commit_vector_tombstones(delta_log: DeltaLog) -> None:
 
 
 def _classic_checkpoints(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool:
-    from deltalog.commands.ddl.protocol_change import set_table_properties
-
     if traces(snapshot, feature) is None:
         return False
     set_table_properties(
@@ -267,8 +267,6 @@ def _disable_in_commit_timestamps(delta_log: DeltaLog, snapshot: Snapshot, featu
 def _truncate_protected_history(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool:
     """Delete the history before ``requireCheckpointProtectionBeforeVersion`` (reference
     ``CheckpointProtectionPreDowngradeCommand``), then unset the property."""
-    from deltalog.commands.ddl.protocol_change import unset_table_properties
-
     if not _history_before_protection_truncated(delta_log, snapshot):
         _empty_commit_and_checkpoint(delta_log, feature)
         _truncate_history(delta_log)
@@ -284,14 +282,10 @@ def _truncate_protected_history(delta_log: DeltaLog, snapshot: Snapshot, feature
 
 
 def _remove_column_mapping(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool:
-    from deltalog.commands.ddl.drop_column_mapping import remove_column_mapping
-
     return remove_column_mapping(delta_log, snapshot, feature)
 
 
 def _remove_type_widening(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool:
-    from deltalog.commands.ddl.drop_type_widening import remove_type_widening
-
     return remove_type_widening(delta_log, snapshot, feature)
 
 
@@ -511,8 +505,6 @@ def _checkpoint(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> None:
 
 
 def _checkpoint_exists(delta_log: DeltaLog, version: int) -> bool:
-    from deltalog.log.segment import complete_checkpoints
-
     listing = delta_log.store.list_from(delta_log.log_root, version_prefix(version))
     files = [lf for f in listing if (lf := parse_log_file(f)) is not None]
     return any(cp.version == version for cp in complete_checkpoints(files))
@@ -520,8 +512,6 @@ def _checkpoint_exists(delta_log: DeltaLog, version: int) -> bool:
 
 def _truncate_history(delta_log: DeltaLog) -> None:
     """Clean the log with the TRUNCATE HISTORY retention, cut off to the minute."""
-    from deltalog.log.cleanup import MS_PER_MINUTE, cleanup_expired_logs
-
     snapshot = delta_log.update()
     cleanup_expired_logs(
         delta_log.store,
@@ -541,8 +531,6 @@ def _log_files(delta_log: DeltaLog) -> list[LogFile]:
 def _history_before_protection_truncated(delta_log: DeltaLog, snapshot: Snapshot) -> bool:
     """No commit before the protected version is left, and a checkpoint at or after it is
     the earliest (reference ``historyPriorToCheckpointProtectionVersionIsTruncated``)."""
-    from deltalog.log.segment import complete_checkpoints
-
     raw = snapshot.metadata.configuration.get(PROTECTION_VERSION_KEY)
     protected = int(raw) if raw and raw.strip().isdigit() else 0
     if protected <= 0:
@@ -558,8 +546,6 @@ def _history_uses(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool
     """Whether a retained version still uses ``feature``: the earliest checkpoint's state
     (without tombstones) or any commit up to ``snapshot`` (reference
     ``historyContainsFeature``)."""
-    from deltalog.log.segment import complete_checkpoints
-
     files = _log_files(delta_log)
     checkpoints = complete_checkpoints(files)
     if checkpoints:

@@ -25,11 +25,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltalog import errors
+from deltalog.commands.ddl.protocol_change import unset_table_properties
+from deltalog.commands.optimize import commit as opt_commit
+from deltalog.commands.optimize import plan as opt
+from deltalog.commands.optimize.arrow import write_bins
 from deltalog.delta_log import DeltaLog
 from deltalog.paths import resolve
 from deltalog.schema import StructType, schema_from_arrow, simple_string
 from deltalog.snapshot import Snapshot
 from deltalog.txn import operations
+from deltalog.write.file_writer import physical_schema
 
 TYPE_CHANGES_KEY = "delta.typeChanges"
 ENABLE_KEY = "delta.enableTypeWidening"
@@ -38,8 +43,6 @@ ENABLE_KEY = "delta.enableTypeWidening"
 def remove_type_widening(delta_log: DeltaLog, snapshot: Snapshot, feature: str) -> bool:
     """Remove the traces of type widening (see the module docstring); whether anything was
     changed (so a truncating drop must wait for the retention)."""
-    from deltalog.commands.ddl.protocol_change import unset_table_properties
-
     changed = False
     if ENABLE_KEY in snapshot.metadata.configuration:
         unset_table_properties(
@@ -61,8 +64,6 @@ def has_type_changes(schema_string: str | None) -> bool:
 def narrow_files(snapshot: Snapshot) -> pa.Table:
     """The live ``add`` rows whose parquet column types differ from the table's physical
     schema (columns absent from a file do not count: they are read as nulls)."""
-    from deltalog.write.file_writer import physical_schema
-
     expected = _types(
         schema_from_arrow(
             physical_schema(snapshot.schema.fields, snapshot.column_mapping_mode),
@@ -84,9 +85,6 @@ def narrow_files(snapshot: Snapshot) -> pa.Table:
 
 def rewrite_narrow_files(delta_log: DeltaLog) -> int:
     """Rewrite the files :func:`narrow_files` finds, in one ``REORG`` commit; how many."""
-    from deltalog.commands.optimize import plan as opt
-    from deltalog.commands.optimize.arrow import write_bins
-
     txn = delta_log.start_transaction()
     assert txn.snapshot is not None
     files = narrow_files(txn.snapshot)
@@ -95,11 +93,10 @@ def rewrite_narrow_files(delta_log: DeltaLog) -> int:
     plan = opt.plan_rewrite(txn.snapshot, files)
     plan.track_reads(txn)
     adds = write_bins(plan, delta_log.store)
-    removes = opt.remove_actions(files, int(time.time() * 1000))
+    removes = opt_commit.remove_actions(files, int(time.time() * 1000))
     op = operations.Operation("REORG", {"predicate": [], "applyPurge": False})
-    opt.commit(
-        delta_log, txn, plan, [*removes, *adds], op.with_metrics(opt.commit_metrics(adds, removes))
-    )
+    metrics = opt_commit.commit_metrics(adds, removes)
+    opt_commit.commit(delta_log, txn, plan, [*removes, *adds], op.with_metrics(metrics))
     return files.num_rows
 
 

@@ -119,7 +119,9 @@ def upgrade_protocol(path: str, protocol: Protocol, *, store: LogStore | None = 
     if protocol == current:
         return None
     if not can_upgrade_to(current, protocol):
-        raise manage_errors.protocol_downgrade_exception(snapshot.table_root, current, protocol)
+        raise manage_errors.protocol_downgrade_exception(
+            snapshot.table_root, current.simple_string(), protocol.simple_string()
+        )
     txn.update_protocol(protocol)
     new_protocol = {
         "minReaderVersion": protocol.min_reader_version,

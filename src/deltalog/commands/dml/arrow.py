@@ -27,224 +27,23 @@ literals, IN, IS [NOT] NULL, BETWEEN, AND/OR/NOT); anything else raises
 
 from __future__ import annotations
 
-import contextlib
-import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
-from deltalog.actions import Action, DeletionVectorDescriptor
 from deltalog.commands.dml.file_changes import (
-    CHANGE_TYPE,
-    DmlSettings,
-    FileChanges,
-    as_change_files,
     live_records,
-    mark_deleted,
-    now_ms,
     remove_files,
 )
-from deltalog.commands.write.constraints import check_batch
+from deltalog.commands.dml.job import DmlJob
+from deltalog.commands.dml.merge_arrow import merge as merge_rows
 from deltalog.commands.write.identity import identity_columns
-from deltalog.commands.write.write_into_delta import change_data_layout, dml_plan, remove_action
-from deltalog.data_files import TableLayout, read_parquet, to_logical
-from deltalog.delta_log import DeltaLog
-from deltalog.features import check_write_supported
-from deltalog.scan.predicate import Predicate, PredicateSyntaxError, parse_predicate
-from deltalog.scan.row_filter import evaluate, is_partition_only, is_true, partition_matches
+from deltalog.scan.row_filter import is_partition_only, partition_matches
 from deltalog.schema import to_arrow
 from deltalog.txn import operations
-from deltalog.write.file_writer import DataFileWriter
-
-if TYPE_CHECKING:
-    from deltalog.write.deletion_vectors import DeletionVectorWriter
-
-
-class DmlJob:
-    """One command's transaction and the files it writes (data, change data, deletion
-    vectors). Use as a context manager: files written before a failure inside the block are
-    deleted; :meth:`finish` ends the writing, :meth:`commit` commits (outside the block, so a
-    failed commit never deletes files a concurrent reader might already see)."""
-
-    def __init__(self, path: str, operation: operations.Operation) -> None:
-        self.began = time.monotonic()
-        log = DeltaLog.for_table(path)
-        self.txn = log.start_transaction()
-        snapshot = self.txn.snapshot
-        if snapshot is None:
-            raise errors.table_not_found(log.table_root)
-        check_write_supported(snapshot.protocol, log.table_root)
-        self.snapshot = snapshot
-        self.store = log.store
-        self.root = snapshot.table_root
-        self.settings = DmlSettings.for_snapshot(snapshot)
-        self.operation = operation
-        self.plan = dml_plan(self.txn, operation)
-        self.layout = TableLayout.of(snapshot)
-        self.changes = FileChanges()
-        self.now = now_ms()
-        self.scan_ms = self.rewrite_ms = 0
-        self._stack = contextlib.ExitStack()
-        self._data: DataFileWriter | None = None
-        self._cdc: DataFileWriter | None = None
-        self._vectors: DeletionVectorWriter | None = None
-
-    def __enter__(self) -> DmlJob:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stack.__exit__(*exc)
-
-    # -- conditions and rules ---------------------------------------------------------------
-
-    def parse(self, condition: str | None) -> Predicate | None:
-        """The condition parsed, checked against the table's columns (on no rows).
-
-        Raises:
-            UnsupportedFeatureError: outside the evaluated SQL subset.
-            InvalidArgumentError: it names a column the table does not have.
-        """
-        if condition is None:
-            return None
-        try:
-            predicate = parse_predicate(condition)
-        except PredicateSyntaxError as e:
-            raise errors.UnsupportedFeatureError(
-                "DELTA_UNSUPPORTED_PREDICATE",
-                f"the condition {condition!r} is outside what the Python DML evaluates ({e}).",
-                table=self.root,
-                help="use comparisons of a column with a literal, IN, IS [NOT] NULL, BETWEEN "
-                "and AND/OR/NOT, or run the command through Spark.",
-            ) from None
-        evaluate(predicate, self.empty_rows(), table=self.root)
-        return predicate
-
-    def empty_rows(self) -> pa.Table:
-        return self.snapshot.schema.to_arrow().empty_table()
-
-    def check_rules(self) -> None:
-        """Refuse now, before reading or writing, a table whose rules cannot be checked here
-        (generated columns, constraints outside the evaluated subset)."""
-        check_batch(self.plan, pa.RecordBatch.from_pylist([], schema=self.empty_rows().schema))
-
-    def match(self, predicate: Predicate | None, rows: pa.Table) -> tuple[pa.Array, int]:
-        """Where ``predicate`` is TRUE on ``rows`` (everywhere for ``None``), and how often."""
-        if predicate is None:
-            return pa.array(np.ones(rows.num_rows, dtype=bool)), rows.num_rows
-        hit = is_true(evaluate(predicate, rows, table=self.root))
-        return hit, int(pc.sum(hit).as_py() or 0)
-
-    # -- reading -----------------------------------------------------------------------------
-
-    def read(self, row: Mapping[str, Any]) -> tuple[pa.Table, np.ndarray]:
-        """A live file's logical rows (deleted rows dropped) and their physical row indexes."""
-        from deltalog.deletion_vectors import read_deletion_vector
-        from deltalog.paths import resolve
-
-        started = time.monotonic()
-        data = read_parquet(resolve(self.root, row["path"]), self.root)
-        index = np.arange(data.num_rows, dtype=np.uint64)
-        dv = row.get("deletionVector")
-        if dv:
-            descriptor = DeletionVectorDescriptor.from_dict(dv)
-            deleted = read_deletion_vector(self.store, self.root, descriptor)
-            keep = np.ones(data.num_rows, dtype=bool)
-            keep[deleted[deleted < data.num_rows].astype(np.int64)] = False
-            data, index = data.filter(pa.array(keep)), index[keep]
-        layout = self.layout
-        rows = to_logical(
-            data,
-            layout.schema,
-            layout.partition_columns,
-            layout.column_mapping_mode,
-            dict(row.get("partitionValues") or []),
-        )
-        self.scan_ms += _elapsed_ms(started)
-        return rows, index
-
-    # -- writing -----------------------------------------------------------------------------
-
-    def write(self, rows: pa.Table, *, check: bool = True) -> None:
-        """Write ``rows`` (the table's logical columns) as new data files; ``check`` makes them
-        pass the table's rules first (rows copied unchanged need not)."""
-        if rows.num_rows == 0:
-            return
-        started = time.monotonic()
-        if self._data is None:
-            self._data = self._stack.enter_context(DataFileWriter(self.store, self.plan.layout))
-        for batch in rows.to_batches():
-            if check:
-                check_batch(self.plan, batch)
-            self._data.add(batch)
-        self.rewrite_ms += _elapsed_ms(started)
-
-    def write_changes(self, rows: pa.Table, change_type: str) -> None:
-        """Write ``rows`` as change data of ``change_type`` (when the table keeps a feed)."""
-        if not self.settings.change_data_feed or rows.num_rows == 0:
-            return
-        started = time.monotonic()
-        if self._cdc is None:
-            layout = change_data_layout(self.plan.layout)
-            self._cdc = self._stack.enter_context(DataFileWriter(self.store, layout))
-        kinds = pa.array([change_type] * rows.num_rows, pa.string())
-        self._cdc.add(rows.append_column(CHANGE_TYPE, kinds))
-        self.rewrite_ms += _elapsed_ms(started)
-
-    def mark_deleted(self, row: Mapping[str, Any], indexes: np.ndarray) -> None:
-        """Mark the physical rows ``indexes`` of the live file ``row`` deleted (a deletion
-        vector merged with its old one; the file is removed when no row is left)."""
-        from deltalog.write.deletion_vectors import DeletionVectorWriter
-
-        if len(indexes) == 0:
-            return
-        if self._vectors is None:
-            writer = DeletionVectorWriter(
-                self.store, self.root, self.snapshot.metadata.configuration
-            )
-            self._vectors = self._stack.enter_context(writer)
-        update = mark_deleted(
-            row,
-            indexes,
-            store=self.store,
-            table_root=self.root,
-            write_vector=self._vectors.add,
-            now=self.now,
-        )
-        self.changes.add_vector_update(update)
-
-    def remove(self, row: Mapping[str, Any]) -> None:
-        self.changes.removes.append(remove_action(row, self.now))
-
-    def finish(self) -> list[Action]:
-        """Close every file written: the actions to commit."""
-        if self._data is not None:
-            self.changes.adds.extend(self._data.finish())
-        if self._cdc is not None:
-            self.changes.cdc = as_change_files(self._cdc.finish())
-        if self._vectors is not None:
-            self._vectors.finish()
-        return self.changes.actions()
-
-    def check_written(self, expected: int) -> None:
-        """The reference's guard: the rows written are the rows the command meant to write."""
-        written = self.changes.written_rows()
-        if written != expected:
-            raise errors.num_records_mismatch(self.operation.name, written, expected, self.root)
-
-    def elapsed_ms(self) -> int:
-        return _elapsed_ms(self.began)
-
-    def commit(self, actions: list[Action], metrics: Mapping[str, int]) -> int | None:
-        return self.txn.commit_if_needed(actions, self.operation.with_metrics(metrics))
-
-
-def _elapsed_ms(since: float) -> int:
-    return int((time.monotonic() - since) * 1000)
-
 
 # -- DELETE --------------------------------------------------------------------------------------
 
@@ -423,9 +222,7 @@ def merge(
 ) -> dict[str, int]:
     """An equality-key MERGE of ``source`` into the Delta table at ``path``; see
     :func:`deltalog.commands.dml.merge_arrow.merge`."""
-    from deltalog.commands.dml.merge_arrow import merge as run
-
-    return run(
+    return merge_rows(
         path,
         source,
         on,

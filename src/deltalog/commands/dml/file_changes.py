@@ -13,6 +13,7 @@ data and change files; what they commit is decided here:
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from deltalog import errors
 from deltalog.actions import (
@@ -29,12 +31,14 @@ from deltalog.actions import (
     AddFile,
     DeletionVectorDescriptor,
     RemoveFile,
+    remove_action,
 )
 from deltalog.change_data_feed import is_cdc_enabled
-from deltalog.commands.write.write_into_delta import remove_action
+from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.features import is_feature_supported
+from deltalog.paths import resolve
 from deltalog.table_properties import TableProperties
-from deltalog.write.deletion_vectors import sorted_unique
+from deltalog.write.deletion_vectors import sorted_unique, stats_with_dv
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -80,25 +84,17 @@ def remove_files(files: pa.Table, now: int | None = None) -> list[RemoveFile]:
 
 def physical_records(row: Mapping[str, Any], store: LogStore, table_root: str) -> int:
     """The rows physically in a file: ``numRecords`` from its stats, else its parquet footer."""
-    import json
-
     stats = row.get("stats")
     if stats:
         n = json.loads(stats).get("numRecords")
         if n is not None:
             return int(n)
-    import pyarrow.parquet as pq
-
-    from deltalog.paths import resolve
-
     data = store.read(resolve(table_root, row["path"]))
     return int(pq.read_metadata(pa.BufferReader(data)).num_rows)
 
 
 def live_records(row: Mapping[str, Any]) -> int | None:
     """``numRecords`` less the rows its deletion vector marks (``None`` without stats)."""
-    import json
-
     stats = row.get("stats")
     n = json.loads(stats).get("numRecords") if stats else None
     if n is None:
@@ -134,11 +130,6 @@ def mark_deleted(
     Raises:
         InternalError: a row to delete is already deleted (the engine read a deleted row).
     """
-    import json
-
-    from deltalog.deletion_vectors import read_deletion_vector
-    from deltalog.write.deletion_vectors import stats_with_dv
-
     new_rows = sorted_unique(np.asarray(new_rows, dtype=np.uint64))
     old_dv = row.get("deletionVector")
     old = (
@@ -276,8 +267,6 @@ class FileChanges:
 
 
 def _num_records(add: AddFile) -> int:
-    import json
-
     return int(json.loads(add.stats).get("numRecords", 0)) if add.stats else 0
 
 

@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
-from deltalog.commands.dml.arrow import DmlJob, _elapsed_ms
 from deltalog.commands.dml.file_changes import group_row_indexes
+from deltalog.commands.dml.job import DmlJob, elapsed_ms_since
 from deltalog.commands.write.identity import identity_columns
 from deltalog.scan.predicate import And, Comparison, Literal, Predicate
 from deltalog.schema import StructField, StructType
@@ -209,7 +209,7 @@ class _Merge:
         fields = tuple(StructField(f.name, f.type, True, f.metadata) for f in needed)
         rows = conform_table(data, StructType(fields), job.root)
         rows = rows.append_column(SOURCE, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
-        self.materialize_ms = _elapsed_ms(started)
+        self.materialize_ms = elapsed_ms_since(started)
         return rows
 
     def _check_writable(self) -> None:
@@ -278,7 +278,7 @@ class _Merge:
         joined = target.select([*self.keys, TARGET]).join(
             source.select([*self.keys, SOURCE]), keys=self.keys, join_type="inner"
         )
-        self.job.scan_ms += _elapsed_ms(started)
+        self.job.scan_ms += elapsed_ms_since(started)
         return (
             joined.column(TARGET).to_numpy().astype(np.int64),
             joined.column(SOURCE).to_numpy().astype(np.int64),

@@ -1,14 +1,16 @@
 """OPTIMIZE from plain Python on pyarrow, no Spark: ``deltalog.optimize(path, ...)``.
 
-The plan, the commit and the metrics are :mod:`deltalog.commands.optimize.plan`'s; here each bin's
-files are read (deleted rows dropped, partition values added) and written back with the
-table's :class:`~deltalog.write.file_writer.DataFileWriter`, so the new files get statistics
-like every other write:
+The plan is :mod:`~deltalog.commands.optimize.plan`'s, the commit and the metrics are
+:mod:`~deltalog.commands.optimize.commit`'s; here each bin's files are read (deleted rows
+dropped, partition values added) and written back with the table's
+:class:`~deltalog.write.file_writer.DataFileWriter`, so the new files get statistics like every
+other write:
 
 * compaction: one file per bin, the files streamed through one writer (never all in memory);
-* Z-order: a partition's rows are read together, ordered by an interleaved-bits Z-value over
-  each column's rank bucket (:func:`z_order_keys`), and cut into ``max(1, size //
-  max_file_size)`` files of equal row counts, as the reference's range partitioning does.
+* Z-order: a partition's rows are read together, ordered by their Z-value
+  (:func:`deltalog.commands.optimize.zorder.z_order_keys`, the curve the Spark engine uses
+  too), and cut into ``max(1, size // max_file_size)`` files of equal row counts, as the
+  reference's range partitioning does.
 """
 
 from __future__ import annotations
@@ -20,33 +22,28 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.actions import AddFile, DeletionVectorDescriptor
-from deltalog.commands.optimize.plan import (
-    GIB,
-    Bin,
-    OptimizePlan,
-    OptimizeSettings,
+from deltalog.commands.optimize.commit import (
     commit,
     commit_metrics,
     optimize_metrics,
-    plan_optimize,
     remove_actions,
 )
+from deltalog.commands.optimize.plan import GIB, Bin, OptimizePlan, OptimizeSettings, plan_optimize
+from deltalog.commands.optimize.zorder import z_order_keys
 from deltalog.data_files import read_parquet, to_logical
+from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.delta_log import DeltaLog
 from deltalog.features import check_write_supported
+from deltalog.paths import resolve
 from deltalog.write.file_writer import DataFileWriter, WriteLayout
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.storage.base import LogStore
 
-# Range ids per column: the reference's 1000 (``optimize.zorder.numRanges``) rounded to a power
-# of two, fewer bits per column when many columns must fit one 64-bit Z-value.
-MAX_BITS_PER_COLUMN = 10
 # One output file per bin: the writer never rolls a bin over into a second file.
 _ONE_FILE = 2**62
 
@@ -154,8 +151,6 @@ def _write_z_ordered(
 
 def read_live_rows(snapshot: Snapshot, store: LogStore, row: Mapping[str, Any]) -> pa.Table:
     """A live file's logical rows: deletion vector applied, partition values added."""
-    from deltalog.deletion_vectors import read_deletion_vector
-
     root = snapshot.table_root
     data = read_parquet(_resolve(snapshot, row["path"]), root)
     dv = row.get("deletionVector")
@@ -174,41 +169,4 @@ def read_live_rows(snapshot: Snapshot, store: LogStore, row: Mapping[str, Any]) 
 
 
 def _resolve(snapshot: Snapshot, path: str) -> str:
-    from deltalog.paths import resolve
-
     return resolve(snapshot.table_root, path)
-
-
-# -- Z-order -------------------------------------------------------------------------------------
-
-
-def bits_per_column(num_columns: int) -> int:
-    """Range-id bits per column so that the interleaved value fits 63 bits."""
-    return max(1, min(MAX_BITS_PER_COLUMN, 63 // max(1, num_columns)))
-
-
-def z_order_keys(rows: pa.Table, names: Sequence[str]) -> pa.Array:
-    """Each row's Z-value: the bits of every column's range id (its dense rank scaled to
-    ``2**bits`` buckets; NULL first) interleaved, the first column's bit the most significant
-    of each group."""
-    bits = bits_per_column(len(names))
-    ids = [_range_ids(rows.column(n), bits) for n in names]
-    z = np.zeros(rows.num_rows, dtype=np.uint64)
-    k = len(ids)
-    for bit in range(bits):
-        for j, r in enumerate(ids):
-            z |= ((r >> np.uint64(bit)) & np.uint64(1)) << np.uint64(bit * k + (k - 1 - j))
-    return pa.array(z)
-
-
-def _range_ids(column: pa.ChunkedArray, bits: int) -> np.ndarray:
-    """Dense ranks (NULLs ranked first) scaled to ``[0, 2**bits)``: equal values share an id,
-    and ids follow the values' order."""
-    ranks = pc.rank(column, sort_keys="ascending", tiebreaker="dense")  # 1.., NULLs last
-    # NULLs become 0, ahead of every value (dense ranks start at 1).
-    r = pc.if_else(pc.is_null(column), 0, ranks).to_numpy().astype(np.uint64)
-    distinct = int(r.max()) + 1 if len(r) else 1
-    buckets = 1 << bits
-    if distinct <= buckets:
-        return r
-    return (r * np.uint64(buckets)) // np.uint64(distinct)

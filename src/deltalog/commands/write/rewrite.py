@@ -13,22 +13,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
-from deltalog.actions import AddFile, RemoveFile
+from deltalog.actions import AddFile, DeletionVectorDescriptor, RemoveFile, remove_action
 from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logical
 from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.paths import resolve
 from deltalog.scan.row_filter import evaluate, is_true
+from deltalog.table_properties import TableProperties
 from deltalog.write.file_writer import DataFileWriter
 
 if TYPE_CHECKING:
-    from deltalog.commands.write.write_into_delta import WritePlan
+    from deltalog.scan.predicate import Predicate
     from deltalog.storage.base import LogStore
+    from deltalog.txn.transaction import Transaction
+    from deltalog.write.file_writer import WriteLayout
 
 
 def rewrite_without(
-    plan: WritePlan, store: LogStore
+    txn: Transaction, predicate: Predicate, write_layout: WriteLayout, store: LogStore
 ) -> tuple[list[RemoveFile], list[AddFile], dict[str, int]]:
-    """Remove the rows matching ``plan.replace_predicate`` from the table's files.
+    """Remove the rows matching ``predicate`` from the files ``txn`` reads, writing the rows
+    kept with ``write_layout``.
 
     Returns the removes, the adds of the rewritten files and the metrics
     (``numDeletedRows``, ``numCopiedRows``).
@@ -38,11 +42,7 @@ def rewrite_without(
             read as deleted and re-inserted; writing cdc files comes with DML), or the condition
             is outside what the Python writer evaluates.
     """
-    from deltalog.commands.write.write_into_delta import remove_action
-    from deltalog.table_properties import TableProperties
-
-    txn, predicate = plan.txn, plan.replace_predicate
-    assert predicate is not None and txn.snapshot is not None
+    assert txn.snapshot is not None
     snapshot = txn.snapshot
     if TableProperties(snapshot.metadata.configuration).enable_change_data_feed:
         raise errors.UnsupportedFeatureError(
@@ -54,7 +54,7 @@ def rewrite_without(
         )
     layout = TableLayout.of(snapshot)
     candidates = txn.filter_files(predicate)
-    writer = DataFileWriter(store, plan.layout, task_id=1)
+    writer = DataFileWriter(store, write_layout, task_id=1)
     removes: list[RemoveFile] = []
     deleted = copied = 0
     now = int(time.time() * 1000)
@@ -75,8 +75,6 @@ def rewrite_without(
 
 
 def _read_logical(layout: TableLayout, store: LogStore, row: dict) -> pa.Table:
-    from deltalog.actions import DeletionVectorDescriptor
-
     path = resolve(layout.table_root, row["path"])
     data = read_parquet(path, layout.table_root)
     dv = row.get("deletionVector")

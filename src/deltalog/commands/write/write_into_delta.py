@@ -20,14 +20,25 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from deltalog import errors
-from deltalog.actions import Action, AddFile, Metadata, RemoveFile, SetTransaction
-from deltalog.features import check_write_supported
+from deltalog.actions import (
+    ADD_SCHEMA,
+    Action,
+    AddFile,
+    Metadata,
+    RemoveFile,
+    SetTransaction,
+    remove_action,
+)
+from deltalog.commands.write.identity import with_high_water_marks
+from deltalog.commands.write.rewrite import rewrite_without
+from deltalog.features import check_write_supported, is_feature_supported
 from deltalog.scan.predicate import (
+    Opaque,
     Predicate,
     PredicateSyntaxError,
     columns,
@@ -35,7 +46,14 @@ from deltalog.scan.predicate import (
     parse_predicate,
 )
 from deltalog.scan.row_filter import PartitionMatcher, partition_matches
-from deltalog.schema import StructType, as_nullable, drop_column_mapping_metadata, parse_schema
+from deltalog.schema import (
+    PrimitiveType,
+    StructField,
+    StructType,
+    as_nullable,
+    drop_column_mapping_metadata,
+    parse_schema,
+)
 from deltalog.table_properties import TableProperties, validate_new_properties
 from deltalog.txn import operations
 from deltalog.write.file_writer import WriteLayout
@@ -182,8 +200,6 @@ def evolved_metadata(txn: Transaction, new_columns: StructType) -> Metadata | No
 def change_data_layout(layout: WriteLayout) -> WriteLayout:
     """The layout of change data files: the table's columns plus ``_change_type``, under
     ``<table>/_change_data`` with the table's partition directories."""
-    from deltalog.schema import PrimitiveType, StructField
-
     mapped = layout.column_mapping_mode != "none"
     metadata = {"delta.columnMapping.physicalName": "_change_type"} if mapped else {}
     change_type = StructField("_change_type", PrimitiveType("string"), True, metadata)
@@ -220,9 +236,9 @@ def commit_write(
         return None
     txn, options = plan.txn, plan.options
     if plan.replace_predicate is not None and not _partition_only(plan):
-        from deltalog.commands.write.rewrite import rewrite_without
-
-        rewritten_removes, rewritten, rewrite_metrics = rewrite_without(plan, txn.log.store)
+        rewritten_removes, rewritten, rewrite_metrics = rewrite_without(
+            txn, plan.replace_predicate, plan.layout, txn.log.store
+        )
         adds = [*rewritten, *adds]
         removes = [*removes, *rewritten_removes]
         extra_metrics = {**rewrite_metrics, **(extra_metrics or {})}
@@ -248,33 +264,10 @@ def commit_write(
 
 
 def _record_high_water_marks(txn: Transaction, marks: Mapping[str, int]) -> None:
-    from deltalog.commands.write.identity import with_high_water_marks
-
     metadata = txn.metadata
     assert metadata is not None and metadata.schema_string is not None
     schema = with_high_water_marks(parse_schema(metadata.schema_string), marks)
     txn.update_metadata(replace(metadata, schema_string=schema.to_json()), amend=True)
-
-
-def remove_action(row: Mapping[str, Any], now_ms: int) -> RemoveFile:
-    """The ``remove`` of a live file (one row of ``all_files_arrow()``), as the reference
-    writes it: extended metadata, partition values, size, stats, deletion vector."""
-    from deltalog.actions import DeletionVectorDescriptor
-
-    dv = row.get("deletionVector")
-    return RemoveFile(
-        path=row["path"],
-        deletion_timestamp=now_ms,
-        data_change=True,
-        extended_file_metadata=True,
-        partition_values=dict(row.get("partitionValues") or []),
-        size=row.get("size"),
-        stats=row.get("stats"),
-        tags=dict(row["tags"]) if row.get("tags") else None,
-        deletion_vector=DeletionVectorDescriptor.from_dict(dv) if dv else None,
-        base_row_id=row.get("baseRowId"),
-        default_row_commit_version=row.get("defaultRowCommitVersion"),
-    )
 
 
 # -- preparation ---------------------------------------------------------------------------------
@@ -433,8 +426,6 @@ def _parse_replace_where(table: str, options: WriteOptions) -> Predicate | None:
     try:
         return parse_predicate(options.replace_where)
     except PredicateSyntaxError:
-        from deltalog.scan.predicate import Opaque
-
         return Opaque(options.replace_where)
 
 
@@ -451,8 +442,6 @@ def _is_dynamic(txn: Transaction, options: WriteOptions) -> bool:
 def layout_for(txn: Transaction, options: WriteOptions) -> WriteLayout:
     """How ``txn``'s data files are written: the table's schema, partitioning, column mapping
     and properties, as the transaction will leave them."""
-    from deltalog.features import is_feature_supported
-
     metadata, protocol = txn.metadata, txn.protocol
     assert metadata is not None
     schema = parse_schema(metadata.schema_string) if metadata.schema_string else StructType(())
@@ -528,8 +517,6 @@ def _replaced_files(
 
 def _partition_only(plan: WritePlan) -> bool:
     """Whether the ``replaceWhere`` names partition columns only."""
-    from deltalog.scan.predicate import Opaque
-
     predicate = plan.replace_predicate
     if predicate is None or isinstance(predicate, Opaque):
         return False
@@ -546,8 +533,6 @@ def _partition_key(values: Mapping[str, str | None]) -> tuple[tuple[str, str | N
 
 
 def _no_files() -> pa.Table:
-    from deltalog.actions import ADD_SCHEMA
-
     return pa.Table.from_batches([], pa.schema(list(ADD_SCHEMA)))
 
 

@@ -1,17 +1,20 @@
 """OPTIMIZE spread over Spark: ``DeltaTable.forPath(spark, p).optimize()`` (reference
 ``DeltaOptimizeBuilder``, ``OptimizeExecutor``, ``MultiDimClustering``).
 
-The plan, commit and metrics are :mod:`deltalog.commands.optimize.plan`'s; here the bins are read
-with :func:`~deltalog.spark.read.scan.scan_dataframe` (deletion vectors applied) and written with
+The plan, commit and metrics are :mod:`deltalog.commands.optimize.plan`'s and
+:mod:`deltalog.commands.optimize.commit`'s; here the bins are read with
+:func:`~deltalog.spark.read.scan.scan_dataframe` (deletion vectors applied) and written with
 the table's Spark writer (:func:`~deltalog.spark.write.batch.write_rows`), ``dataChange=false``:
 
 * compaction: every bin in ONE Spark job. Each row carries a key chosen so that Spark's hash
   partitioning sends each bin to its own shuffle partition (``repartition(n, key)``, which
   adaptive execution leaves alone), so each bin becomes exactly one file;
-* Z-order: one job per partition of the table (the reference's bin). Each Z-order column gets
-  range ids from quantiles of a sample (a binary search of ``CASE WHEN`` on the bounds), their
-  bits are interleaved with shifts into a ``long`` Z-value, the rows are range-partitioned on
-  it into ``max(1, size // maxFileSize)`` files and sorted within them. No Python UDF runs.
+* Z-order: one job per partition of the table (the reference's bin), on the core's curve
+  (:mod:`deltalog.commands.optimize.zorder`, which the pyarrow engine uses too): each Z-order
+  column gets range ids from the core's bounds over a sample (a binary search of ``CASE WHEN``
+  on the bounds), their bits are interleaved with shifts into a ``long`` Z-value at the core's
+  positions, the rows are range-partitioned on it into ``max(1, size // maxFileSize)`` files
+  and sorted within them. No Python UDF runs.
 
 The returned DataFrame has delta-spark's columns: ``path`` and the ``metrics`` struct
 (reference ``OptimizeMetrics``).
@@ -28,15 +31,18 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from deltalog.actions import AddFile
-from deltalog.commands.optimize.plan import (
-    Bin,
-    OptimizePlan,
-    OptimizeSettings,
+from deltalog.commands.optimize.commit import (
     commit,
     commit_metrics,
     optimize_metrics,
-    plan_optimize,
     remove_actions,
+)
+from deltalog.commands.optimize.plan import Bin, OptimizePlan, OptimizeSettings, plan_optimize
+from deltalog.commands.optimize.zorder import (
+    SAMPLE_ROWS,
+    bits_per_column,
+    range_bounds,
+    z_positions,
 )
 from deltalog.commands.write.write_into_delta import WritePlan, dml_plan
 from deltalog.spark import captured
@@ -50,11 +56,6 @@ if TYPE_CHECKING:
 
 _BIN_KEY = "__deltalog_bin_key"
 _Z = "__deltalog_z"
-# Range ids per Z-order column: 2**8 (the reference uses 1000 ids; 256 keeps each column's
-# binary search of CASE WHENs small enough for whole-stage code generation).
-MAX_BITS_PER_COLUMN = 8
-# Sampled rows for the quantiles of each Z-order column.
-SAMPLE_ROWS = 100_000
 
 
 @captured.surfaces_all
@@ -200,7 +201,7 @@ def _z_order(
     df = scan_dataframe(spark, plan.snapshot, txn.log.store, b.files)
     cols = list(plan.z_order_by)
     bits = bits_per_column(len(cols))
-    bounds = quantile_bounds(df, cols, _live_rows(b), 1 << bits)
+    bounds = quantile_bounds(df, cols, _live_rows(b), bits)
     z = z_value([range_id(df[f"`{c}`"], bounds[c]) for c in cols], bits)
     files = max(1, b.size // plan.settings.max_file_size)
     # The partition columns lead the sort so that the writer's own ordering is already met and
@@ -209,11 +210,6 @@ def _z_order(
     out = df.withColumn(_Z, z).repartitionByRange(files, _Z).sortWithinPartitions(*order)
     adds, _ = write_rows(out.drop(_Z), write_plan)
     return adds
-
-
-def bits_per_column(num_columns: int) -> int:
-    """Range-id bits per column so that the interleaved value fits a positive ``long``."""
-    return max(1, min(MAX_BITS_PER_COLUMN, 63 // max(1, num_columns)))
 
 
 def _live_rows(b: Bin) -> int:
@@ -228,47 +224,42 @@ def _live_rows(b: Bin) -> int:
     return max(total, 1)
 
 
-def quantile_bounds(df: Any, cols: list[str], rows: int, ranges: int) -> dict[str, list[Any]]:
-    """Per column, up to ``ranges - 1`` increasing bounds cutting a sample of its non-null
-    values into equal shares (the reference's ``range_partition_id`` samples too)."""
+def quantile_bounds(df: Any, cols: list[str], rows: int, bits: int) -> dict[str, list[Any]]:
+    """Per column, the core's :func:`~deltalog.commands.optimize.zorder.range_bounds` over a
+    sample of its values (the reference's ``range_partition_id`` samples too; below
+    :data:`~deltalog.commands.optimize.zorder.SAMPLE_ROWS` rows the sample is every row)."""
     fraction = min(1.0, SAMPLE_ROWS / rows)
     sample = df.select(*[df[f"`{c}`"] for c in cols])
     if fraction < 1.0:
         sample = sample.sample(withReplacement=False, fraction=fraction, seed=42)
     table = to_arrow(sample)
-    out: dict[str, list[Any]] = {}
-    for c in cols:
-        values = sorted(v for v in table[c].to_pylist() if v is not None and v == v)  # no NaN
-        picks = [values[len(values) * i // ranges] for i in range(1, ranges)] if values else []
-        out[c] = sorted(set(picks))
-    return out
+    return {c: range_bounds(table[c], bits) for c in cols}
 
 
 def range_id(column: Any, bounds: list[Any]) -> Any:
-    """How many ``bounds`` are below the value (0 for NULL): a binary search of nested
+    """The core's range id (:func:`~deltalog.commands.optimize.zorder.range_ids`): 0 for NULL,
+    else one more than the number of ``bounds`` below the value, by a binary search of nested
     ``CASE WHEN``s, so each row evaluates about log2(len(bounds)) comparisons."""
     from pyspark.sql import functions as F
 
-    def search(lo: int, hi: int) -> Any:  # the id lies in [lo, hi]
+    def search(lo: int, hi: int) -> Any:  # the count of bounds below lies in [lo, hi]
         if lo == hi:
-            return F.lit(lo).cast("long")
+            return F.lit(lo + 1).cast("long")
         mid = (lo + hi) // 2
         return F.when(column > F.lit(bounds[mid]), search(mid + 1, hi)).otherwise(search(lo, mid))
 
-    return search(0, len(bounds))
+    return F.when(column.isNull(), F.lit(0).cast("long")).otherwise(search(0, len(bounds)))
 
 
 def z_value(ids: list[Any], bits: int) -> Any:
-    """The bits of ``ids`` interleaved: bit ``i`` of id ``j`` (of ``k``) goes to position
-    ``i * k + (k - 1 - j)``, so the first column's bit leads each group."""
+    """The bits of ``ids`` interleaved at the core's
+    :func:`~deltalog.commands.optimize.zorder.z_positions`."""
     from pyspark.sql import functions as F
 
-    k = len(ids)
     z = F.lit(0).cast("long")
-    for bit in range(bits):
-        for j, r in enumerate(ids):
-            one = F.shiftright(r, bit).bitwiseAND(F.lit(1).cast("long"))
-            z = z.bitwiseOR(F.shiftleft(one, bit * k + (k - 1 - j)))
+    for j, bit, position in z_positions(len(ids), bits):
+        one = F.shiftright(ids[j], bit).bitwiseAND(F.lit(1).cast("long"))
+        z = z.bitwiseOR(F.shiftleft(one, position))
     return z
 
 

@@ -38,13 +38,7 @@ from deltalog.scan.plan import (
     spark_file_uri,  # noqa: F401  (re-exported: the scan's join key)
     spark_file_uris,
 )
-from deltalog.schema import (
-    ArrayType,
-    DataType,
-    MapType,
-    StructField,
-    StructType,
-)
+from deltalog.schema import StructField, StructType, map_fields
 from deltalog.schema import (
     read_schema as visible_schema,
 )
@@ -265,26 +259,14 @@ def physical_field(field: StructField, mode: str) -> StructField:
     """``field`` as stored in parquet: physical names (and field ids in ``id`` mode), nested."""
     if mode == "none":
         return field
-    metadata: dict[str, Any] = {}
-    if mode == "id" and "delta.columnMapping.id" in field.metadata:
-        metadata["parquet.field.id"] = int(field.metadata["delta.columnMapping.id"])
-    return StructField(
-        field.physical_name, _physical_type(field.type, mode), field.nullable, metadata
-    )
 
+    def stored(f: StructField) -> StructField:
+        metadata: dict[str, Any] = {}
+        if mode == "id" and "delta.columnMapping.id" in f.metadata:
+            metadata["parquet.field.id"] = int(f.metadata["delta.columnMapping.id"])
+        return StructField(f.physical_name, f.type, f.nullable, metadata)
 
-def _physical_type(t: DataType, mode: str) -> DataType:
-    if isinstance(t, StructType):
-        return StructType(tuple(physical_field(f, mode) for f in t.fields))
-    if isinstance(t, ArrayType):
-        return ArrayType(_physical_type(t.element_type, mode), t.contains_null)
-    if isinstance(t, MapType):
-        return MapType(
-            _physical_type(t.key_type, mode),
-            _physical_type(t.value_type, mode),
-            t.value_contains_null,
-        )
-    return t
+    return map_fields(StructType((field,)), stored).fields[0]
 
 
 def check_readable(table_root: str, paths: pa.Array) -> None:
