@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog.scan.row_filter import PartitionMatcher
-from deltalog.spark.read.scan import arrow_to_df
+from deltalog.spark.read.common import arrow_to_df
 from deltalog.spark.session import to_arrow
 
 _ROW = "__deltalog_partition_row"

@@ -7,6 +7,7 @@ does. A name that is not there is not Delta's, and the statement goes to Spark.
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,3 +117,8 @@ def register(spark: Any, target: Target, *, replace: bool = False) -> None:
     """Record a created table's name (nothing for path tables)."""
     if target.entry is not None:
         catalog(spark).register(target.entry, replace=replace)
+
+
+def like(name: str, pattern: str) -> bool:
+    """Spark's table pattern: ``*`` any characters, ``|`` alternatives, case-insensitive."""
+    return any(fnmatch.fnmatch(name.lower(), p.strip().lower()) for p in pattern.split("|"))

@@ -17,6 +17,7 @@ from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
 from deltalog.spark import captured
 from deltalog.spark.api import arguments
+from deltalog.spark.patches import pushdown
 from deltalog.spark.read.scan import read_snapshot
 from deltalog.spark.session import checkpoint_options, session_time_zone
 from deltalog.spark.storage import register_session
@@ -152,6 +153,7 @@ class DeltaTable:
 
     def toDF(self) -> DataFrame:
         """The current snapshot's rows."""
+        pushdown.install()  # filters on the read skip files
         df = read_snapshot(self._spark, self._log.update(), self._log.store)
         return df.alias(self._alias) if self._alias else df
 
@@ -455,6 +457,7 @@ def read_table(
         snapshot = log.get_snapshot_at_timestamp(ms)
     else:
         snapshot = log.update()
+    pushdown.install()  # filters on the read skip files
     return read_snapshot(spark, snapshot, log.store, where)
 
 

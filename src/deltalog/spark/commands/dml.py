@@ -44,7 +44,8 @@ from deltalog.commands.write.write_into_delta import dml_plan
 from deltalog.scan.predicate import Predicate, parse_predicate
 from deltalog.scan.row_filter import is_partition_only, partition_matches
 from deltalog.spark.commands.file_codes import row_indexes
-from deltalog.spark.read.scan import FILE, file_keys, scan_dataframe
+from deltalog.spark.read.common import FILE, file_keys
+from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.session import to_arrow
 from deltalog.spark.write.batch import write_change_rows, write_rows
 from deltalog.txn import operations

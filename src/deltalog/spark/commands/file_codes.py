@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.commands.dml.file_changes import row_indexes_by_number
-from deltalog.spark.read.scan import FILE, ROW
+from deltalog.spark.read.common import FILE, ROW
 from deltalog.spark.session import to_arrow
 from deltalog.write.deletion_vectors import sorted_unique
 

@@ -67,7 +67,8 @@ from deltalog.spark.commands.dml import (
     start,
 )
 from deltalog.spark.commands.file_codes import collect_rows
-from deltalog.spark.read.scan import FILE, ROW, arrow_to_df, file_keys, scan_dataframe
+from deltalog.spark.read.common import FILE, ROW, arrow_to_df, file_keys
+from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.session import conf_get
 from deltalog.spark.write.batch import write_change_rows, write_rows
 from deltalog.txn import operations

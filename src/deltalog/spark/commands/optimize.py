@@ -40,7 +40,8 @@ from deltalog.commands.optimize.plan import (
 )
 from deltalog.commands.write.write_into_delta import WritePlan, dml_plan
 from deltalog.spark import captured
-from deltalog.spark.read.scan import FILE, ROW, arrow_to_df, file_keys, scan_dataframe
+from deltalog.spark.read.common import FILE, ROW, arrow_to_df, file_keys
+from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.session import conf_get, to_arrow
 from deltalog.spark.write.batch import write_rows
 

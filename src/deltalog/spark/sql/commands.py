@@ -17,11 +17,17 @@ from __future__ import annotations
 from typing import Any
 
 from deltalog import errors
+from deltalog.catalog import already_exists
+from deltalog.commands.clone import clone
+from deltalog.commands.ddl.protocol_change import unset_table_properties
+from deltalog.commands.ddl.show import table_properties
 from deltalog.paths import location_uri
 from deltalog.spark import names
-from deltalog.spark.patches.catalog import like
+from deltalog.spark.api.delta_table import DETAIL_SCHEMA, DeltaTable
+from deltalog.spark.commands.manage import convert, timestamp_ms
+from deltalog.spark.names import like
 from deltalog.spark.sql import alter
-from deltalog.spark.sql.dml import empty
+from deltalog.spark.sql.common import VIEW_PREFIX, empty, spark_sql
 from deltalog.sql.statements import (
     Clone,
     ConvertToDelta,
@@ -51,7 +57,6 @@ def run(spark: Any, statement: Any) -> Any:
 
 
 def _table(spark: Any, ref: Any) -> Any:
-    from deltalog.spark.api.delta_table import DeltaTable
 
     return DeltaTable.forPath(spark, names.require(spark, ref).path)
 
@@ -61,7 +66,6 @@ def _history(spark: Any, s: DescribeHistory) -> Any:
 
 
 def _detail(spark: Any, s: DescribeDetail) -> Any:
-    from deltalog.spark.api.delta_table import DETAIL_SCHEMA
 
     target = names.require(spark, s.table)
     df = _table(spark, s.table).detail()
@@ -97,7 +101,6 @@ def _restore(spark: Any, s: Restore) -> Any:
 
 
 def _convert(spark: Any, s: ConvertToDelta) -> Any:
-    from deltalog.spark.commands.manage import convert
 
     if s.provider is None or s.table.path is None:
         raise errors.invalid_argument(
@@ -109,8 +112,6 @@ def _convert(spark: Any, s: ConvertToDelta) -> Any:
 
 
 def _clone(spark: Any, s: Clone) -> Any:
-    from deltalog.commands.clone import clone
-    from deltalog.spark.commands.manage import timestamp_ms
 
     source = names.require(spark, s.source)
     existing = names.resolve(spark, s.target) if s.target.path is None else None
@@ -119,8 +120,6 @@ def _clone(spark: Any, s: Clone) -> Any:
     target, _ = names.new_target(spark, s.target, s.location)
     if existing is not None:
         if not s.replace:
-            from deltalog.catalog import already_exists
-
             assert existing.entry is not None
             raise already_exists(existing.entry.database, existing.entry.name)
         target = existing
@@ -156,14 +155,12 @@ def _generate(spark: Any, s: Generate) -> Any:
 
 
 def _unset(spark: Any, s: UnsetProperties) -> Any:
-    from deltalog.commands.ddl.protocol_change import unset_table_properties
 
     unset_table_properties(names.require(spark, s.table).path, s.keys, if_exists=s.if_exists)
     return empty(spark)
 
 
 def _show_properties(spark: Any, s: ShowProperties) -> Any:
-    from deltalog.commands.ddl.show import table_properties
 
     props = table_properties(_table(spark, s.table)._log.update())
     if s.key is not None:
@@ -184,7 +181,6 @@ def _show_columns(spark: Any, s: ShowColumns) -> Any:
 def _show_tables(spark: Any, s: ShowTables) -> Any:
     """Spark's answer plus deltalog's names of the database (its own temporary views
     hidden)."""
-    from deltalog.spark.sql.dispatch import VIEW_PREFIX, spark_sql
 
     database = s.database or names.current_database(spark)
     spark_tables = spark_sql(spark, s.text)

@@ -35,7 +35,13 @@ from deltalog.change_data_feed import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERS
 from deltalog.delta_log import DeltaLog
 from deltalog.paths import resolve
 from deltalog.schema import parse_schema
-from deltalog.spark.read.source import ChangeTask, DeltaReader, FileGroup, FileTask, file_groups
+from deltalog.spark.read.source_tasks import (
+    ChangeTask,
+    DeltaReader,
+    FileGroup,
+    FileTask,
+    file_groups,
+)
 from deltalog.streaming.options import AdmissionLimits, SourceOptions, StreamConfig
 from deltalog.streaming.source_plan import SourcePlanner, StreamBatch
 
