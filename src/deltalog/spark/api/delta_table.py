@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -12,11 +11,11 @@ from pyspark.sql import types as T
 
 from deltalog import errors
 from deltalog.delta_log import DeltaLog
-from deltalog.paths import location_uri
 from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
 from deltalog.spark import captured
-from deltalog.spark.api import arguments
+from deltalog.spark.api import arguments, describe
+from deltalog.spark.api.columns import IdentityGenerator, column_json
 from deltalog.spark.patches import pushdown
 from deltalog.spark.read.scan import read_snapshot
 from deltalog.spark.session import checkpoint_options, session_time_zone
@@ -28,53 +27,8 @@ if TYPE_CHECKING:
     from deltalog.spark.commands.merge import DeltaMergeBuilder
     from deltalog.spark.commands.optimize import DeltaOptimizeBuilder
 
-HISTORY_SCHEMA = T.StructType(
-    [
-        T.StructField("version", T.LongType()),
-        T.StructField("timestamp", T.TimestampType()),
-        T.StructField("userId", T.StringType()),
-        T.StructField("userName", T.StringType()),
-        T.StructField("operation", T.StringType()),
-        T.StructField("operationParameters", T.MapType(T.StringType(), T.StringType())),
-        T.StructField(
-            "job",
-            T.StructType(
-                [
-                    T.StructField(n, T.StringType())
-                    for n in ("jobId", "jobName", "jobRunId", "runId", "jobOwnerId", "triggerType")
-                ]
-            ),
-        ),
-        T.StructField("notebook", T.StructType([T.StructField("notebookId", T.StringType())])),
-        T.StructField("clusterId", T.StringType()),
-        T.StructField("readVersion", T.LongType()),
-        T.StructField("isolationLevel", T.StringType()),
-        T.StructField("isBlindAppend", T.BooleanType()),
-        T.StructField("operationMetrics", T.MapType(T.StringType(), T.StringType())),
-        T.StructField("userMetadata", T.StringType()),
-        T.StructField("engineInfo", T.StringType()),
-    ]
-)
-
-DETAIL_SCHEMA = T.StructType(
-    [
-        T.StructField("format", T.StringType()),
-        T.StructField("id", T.StringType()),
-        T.StructField("name", T.StringType()),
-        T.StructField("description", T.StringType()),
-        T.StructField("location", T.StringType()),
-        T.StructField("createdAt", T.TimestampType()),
-        T.StructField("lastModified", T.TimestampType()),
-        T.StructField("partitionColumns", T.ArrayType(T.StringType())),
-        T.StructField("clusteringColumns", T.ArrayType(T.StringType())),
-        T.StructField("numFiles", T.LongType()),
-        T.StructField("sizeInBytes", T.LongType()),
-        T.StructField("properties", T.MapType(T.StringType(), T.StringType())),
-        T.StructField("minReaderVersion", T.IntegerType()),
-        T.StructField("minWriterVersion", T.IntegerType()),
-        T.StructField("tableFeatures", T.ArrayType(T.StringType())),
-    ]
-)
+# deltalog.tables, the public face, re-exports these.
+__all__ = ["DeltaTable", "DeltaTableBuilder", "IdentityGenerator", "read_changes", "read_table"]
 
 
 @captured.surfaces_all
@@ -360,59 +314,11 @@ class DeltaTable:
 
     def history(self, limit: int | None = None) -> DataFrame:
         """Commits newest first, with delta-spark's columns."""
-        rows = []
-        for record in self._log.history(limit):
-            info = record.commit_info
-            ci = info.to_dict() if info is not None else {}
-            params = ci.get("operationParameters")
-            rows.append(
-                (
-                    record.version,
-                    _utc(record.timestamp),
-                    ci.get("userId"),
-                    ci.get("userName"),
-                    ci.get("operation"),
-                    None if params is None else {k: _text(v) for k, v in params.items()},
-                    _struct(ci.get("job"), HISTORY_SCHEMA["job"].dataType),
-                    _struct(ci.get("notebook"), HISTORY_SCHEMA["notebook"].dataType),
-                    ci.get("clusterId"),
-                    ci.get("readVersion"),
-                    ci.get("isolationLevel"),
-                    ci.get("isBlindAppend"),
-                    ci.get("operationMetrics"),
-                    ci.get("userMetadata"),
-                    ci.get("engineInfo"),
-                )
-            )
-        return self._spark.createDataFrame(rows, HISTORY_SCHEMA)
+        return describe.history(self._spark, self._log, limit)
 
     def detail(self) -> DataFrame:
         """One row describing the current version, with delta-spark's columns."""
-        from deltalog.commands.optimize.plan import clustering_columns
-        from deltalog.features import reader_features, writer_features
-
-        s = self._log.update()
-        md, proto = s.metadata, s.protocol
-        # delta-spark's implicitlyAndExplicitlySupportedFeatures: legacy versions imply theirs.
-        features = sorted(reader_features(proto) | writer_features(proto))
-        row: tuple[Any, ...] = (
-            "delta",
-            md.id,
-            md.name,
-            md.description,
-            location_uri(s.table_root),
-            None if md.created_time is None else _utc(md.created_time),
-            _utc(s.timestamp),
-            list(md.partition_columns),
-            list(clustering_columns(s)),
-            s.num_of_files,
-            s.size_in_bytes,
-            dict(md.configuration),
-            proto.min_reader_version,
-            proto.min_writer_version,
-            features,
-        )
-        return self._spark.createDataFrame([row], DETAIL_SCHEMA)
+        return describe.detail(self._spark, self._log)
 
 
 def _names_delta_table(spark: SparkSession, identifier: str) -> bool:
@@ -461,24 +367,6 @@ def read_table(
     return read_snapshot(spark, snapshot, log.store, where)
 
 
-def _utc(ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
-
-
-def _text(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    import json
-
-    return json.dumps(value)
-
-
-def _struct(value: dict[str, Any] | None, struct: Any) -> tuple[Any, ...] | None:
-    if value is None:
-        return None
-    return tuple(value.get(f.name) for f in struct.fields)
-
-
 def read_changes(
     spark: SparkSession,
     path: str,
@@ -509,39 +397,6 @@ def read_changes(
     given = {k: str(v) for k, v in options.items() if v is not None}
     register_session(spark, path)
     return read(spark, DeltaLog.for_table(path), given)
-
-
-class IdentityGenerator:
-    """An identity column's start and step (delta-spark's ``IdentityGenerator``)."""
-
-    def __init__(self, start: int = 1, step: int = 1) -> None:
-        if step == 0:
-            raise errors.invalid_argument("an identity column's step cannot be 0")
-        self.start = start
-        self.step = step
-
-
-_SQL_TYPES = {
-    "int": "integer",
-    "integer": "integer",
-    "bigint": "long",
-    "long": "long",
-    "smallint": "short",
-    "short": "short",
-    "tinyint": "byte",
-    "byte": "byte",
-    "string": "string",
-    "boolean": "boolean",
-    "bool": "boolean",
-    "double": "double",
-    "float": "float",
-    "real": "float",
-    "date": "date",
-    "timestamp": "timestamp",
-    "timestamp_ltz": "timestamp",
-    "timestamp_ntz": "timestamp_ntz",
-    "binary": "binary",
-}
 
 
 @captured.surfaces_all
@@ -603,39 +458,16 @@ class DeltaTableBuilder:
     ) -> DeltaTableBuilder:
         """Add a column; ``generatedAlwaysAs`` is a SQL expression (a generated column) or an
         :class:`IdentityGenerator`; ``generatedByDefaultAs`` an identity that accepts values."""
-        arguments.of_type(colName, str, "colName")
-        arguments.of_type(dataType, (str, T.DataType), "dataType")
-        arguments.of_type(nullable, bool, "nullable")
-        if generatedAlwaysAs is not None:
-            arguments.of_type(generatedAlwaysAs, (str, IdentityGenerator), "generatedAlwaysAs")
-        if generatedByDefaultAs is not None:
-            arguments.of_type(generatedByDefaultAs, IdentityGenerator, "generatedByDefaultAs")
-        if comment is not None:
-            arguments.of_type(comment, str, "comment")
-        metadata: dict[str, Any] = {}
-        if comment is not None:
-            metadata["comment"] = comment
-        if isinstance(generatedAlwaysAs, str):
-            metadata["delta.generationExpression"] = generatedAlwaysAs
-        identity = generatedAlwaysAs if isinstance(generatedAlwaysAs, IdentityGenerator) else None
-        if generatedAlwaysAs is not None and generatedByDefaultAs is not None:
-            raise errors.invalid_argument(
-                f"column {colName}: generatedAlwaysAs and generatedByDefaultAs exclude each other"
-            )
-        identity = identity or generatedByDefaultAs
-        type_json = self._type_json(dataType)
-        if identity is not None:
-            arguments.identity_type(type_json, colName)
-            metadata["delta.identity.start"] = identity.start
-            metadata["delta.identity.step"] = identity.step
-            metadata["delta.identity.allowExplicitInsert"] = generatedByDefaultAs is not None
         self._fields.append(
-            {
-                "name": colName,
-                "type": type_json,
-                "nullable": bool(nullable),
-                "metadata": metadata,
-            }
+            column_json(
+                self._spark,
+                colName,
+                dataType,
+                nullable,
+                generatedAlwaysAs,
+                generatedByDefaultAs,
+                comment,
+            )
         )
         return self
 
@@ -703,15 +535,6 @@ class DeltaTableBuilder:
             database, table = split_name(self._spark, ref.name)
             raise not_found(f"`{database}`.`{table}`")
         return new_target(self._spark, ref, self._location)[0]
-
-    def _type_json(self, data_type: str | T.DataType) -> Any:
-        if isinstance(data_type, T.DataType):
-            return json.loads(data_type.json())
-        simple = _SQL_TYPES.get(data_type.strip().lower())
-        if simple is not None:
-            return simple
-        parsed = self._spark.sql(f"SELECT CAST(NULL AS {data_type}) AS c").schema[0].dataType
-        return json.loads(parsed.json())
 
 
 def _builder(spark: SparkSession | None, kind: str) -> DeltaTableBuilder:

@@ -21,7 +21,7 @@ from deltalog.commands.optimize.plan import clustering_columns
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import DataType, drop_column_mapping_metadata, parse_schema
 from deltalog.spark import names
-from deltalog.spark.api.delta_table import DeltaTableBuilder
+from deltalog.spark.api.columns import sql_type_json
 from deltalog.spark.sql.common import NOT_DELTA, empty, table_ref
 from deltalog.sql.statements import (
     AlterColumn,
@@ -180,7 +180,7 @@ def _uri(root: str) -> str:
 def _data_type(spark: Any, text: str) -> DataType:
     """A type's SQL text as deltalog's type (Spark parses it, as for CREATE TABLE)."""
 
-    type_json = DeltaTableBuilder(spark, "create")._type_json(text)
+    type_json = sql_type_json(spark, text)
     field = {"name": "c", "type": type_json, "nullable": True, "metadata": {}}
     return parse_schema(json.dumps({"type": "struct", "fields": [field]})).fields[0].type
 

@@ -23,7 +23,8 @@ from deltalog.commands.ddl.protocol_change import unset_table_properties
 from deltalog.commands.ddl.show import table_properties
 from deltalog.paths import location_uri
 from deltalog.spark import names
-from deltalog.spark.api.delta_table import DETAIL_SCHEMA, DeltaTable
+from deltalog.spark.api.delta_table import DeltaTable
+from deltalog.spark.api.describe import DETAIL_SCHEMA
 from deltalog.spark.commands.manage import convert, timestamp_ms
 from deltalog.spark.names import like
 from deltalog.spark.sql import alter
