@@ -14,7 +14,7 @@ from typing import Any
 from deltalog import errors
 from deltalog.catalog import DEFAULT_DATABASE, Catalog, TableEntry, not_found
 from deltalog.spark.session import conf_get
-from deltalog.sql.statements import DIALECT, TableRef, _Reader
+from deltalog.sql.tokens import DIALECT, TableRef, TokenReader
 
 WAREHOUSE_KEY = "spark.sql.warehouse.dir"
 _SESSION_CATALOG = "spark_catalog"
@@ -65,7 +65,7 @@ def parse_identifier(text: str) -> TableRef:
     import sqlglot
 
     tokens = sqlglot.tokenize(text, read=DIALECT)
-    reader = _Reader(text, tokens, 0)
+    reader = TokenReader(text, tokens, 0)
     ref = reader.table()
     reader.end()
     return ref
