@@ -24,7 +24,7 @@ from deltalog.storage.options import from_spark_conf
 from deltalog.timestamps import parse_timestamp
 
 if TYPE_CHECKING:
-    from deltalog.spark.commands.merge import DeltaMergeBuilder
+    from deltalog.spark.api.merge_builder import DeltaMergeBuilder
     from deltalog.spark.commands.optimize import DeltaOptimizeBuilder
 
 # deltalog.tables, the public face, re-exports these.
@@ -292,7 +292,7 @@ class DeltaTable:
         from pyspark.sql import DataFrame as ClassicFrame
 
         from deltalog.spark.api import arguments
-        from deltalog.spark.commands.merge import DeltaMergeBuilder
+        from deltalog.spark.api.merge_builder import DeltaMergeBuilder
 
         if source is None:
             raise ValueError("'source' in merge cannot be None")
