@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+from pyspark.sql import functions as F
 
 from deltalog.scan.row_filter import PartitionMatcher
 from deltalog.spark.read.common import arrow_to_df
@@ -37,8 +38,6 @@ def partition_matcher(spark: Any, condition: Any) -> PartitionMatcher:
 def partition_mask(spark: Any, partitions: pa.Table, condition: Any) -> pa.Array:
     """For each row of ``partitions`` (typed partition values, logical names), whether
     ``condition`` is TRUE for it, as Spark evaluates it. Distinct rows are evaluated once."""
-    from pyspark.sql import functions as F
-
     if partitions.num_rows == 0:
         return pa.array([], pa.bool_())
     distinct, inverse = _distinct_rows(partitions)

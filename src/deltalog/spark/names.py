@@ -11,6 +11,8 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
+import sqlglot
+
 from deltalog import errors
 from deltalog.catalog import DEFAULT_DATABASE, Catalog, TableEntry, not_found
 from deltalog.spark.session import conf_get
@@ -62,8 +64,6 @@ def split_name(spark: Any, name: tuple[str, ...]) -> tuple[str, str]:
 
 def parse_identifier(text: str) -> TableRef:
     """A table identifier as text (``db.t``, ```t```, ``delta.`/p```) as a :class:`TableRef`."""
-    import sqlglot
-
     tokens = sqlglot.tokenize(text, read=DIALECT)
     reader = TokenReader(text, tokens, 0)
     ref = reader.table()

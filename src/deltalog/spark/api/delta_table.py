@@ -7,16 +7,30 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame as ClassicFrame
 from pyspark.sql import types as T
 
 from deltalog import errors
+from deltalog.catalog import already_exists, not_found
+from deltalog.commands.clone import clone
+from deltalog.commands.ddl.create_table import TableSpec, create_table
+from deltalog.commands.ddl.drop_feature import drop_feature_support
+from deltalog.commands.ddl.protocol_change import add_feature_support, upgrade_table_protocol
+from deltalog.commands.manifest import generate
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
 from deltalog.spark import captured
 from deltalog.spark.api import arguments, describe
+from deltalog.spark.api.arguments import verify
 from deltalog.spark.api.columns import IdentityGenerator, column_json
+from deltalog.spark.api.merge_builder import DeltaMergeBuilder
+from deltalog.spark.commands.dml import delete, update
+from deltalog.spark.commands.manage import convert, timestamp_ms
+from deltalog.spark.commands.optimize import DeltaOptimizeBuilder
+from deltalog.spark.commands.vacuum import restore, vacuum
 from deltalog.spark.patches import pushdown
+from deltalog.spark.read.changes import read_changes as read
 from deltalog.spark.read.scan import read_snapshot
 from deltalog.spark.session import checkpoint_options, session_time_zone
 from deltalog.spark.storage import register_session
@@ -67,7 +81,7 @@ class DeltaTable:
         Raises:
             TableNotFoundError: ``TABLE_OR_VIEW_NOT_FOUND`` for a name deltalog does not hold.
         """
-        from deltalog.catalog import not_found
+        # Table names need sqlglot (the spark extra), which paths do not: import on use.
         from deltalog.spark.names import resolve_identifier
 
         target = resolve_identifier(sparkSession, tableOrViewName)
@@ -124,23 +138,15 @@ class DeltaTable:
         ``dryRun`` returns the files it would delete (``path``), ``lite`` reads candidates
         from the log instead of listing. A retention below the table's needs
         ``spark.databricks.delta.retentionDurationCheck.enabled=false``."""
-        from deltalog.spark.commands.vacuum import vacuum
-
         return vacuum(self._spark, self._log, retentionHours, dry_run=dryRun, lite=lite or None)
 
     def restoreToVersion(self, version: int) -> DataFrame:
         """Make ``version`` the current state (a new commit); delta-spark's metrics row."""
-        from deltalog.spark.api.arguments import verify
-        from deltalog.spark.commands.vacuum import restore
-
         verify(version, int, "version")
         return restore(self._spark, self._log, version, None)
 
     def restoreToTimestamp(self, timestamp: str) -> DataFrame:
         """Restore the version current at ``timestamp`` (session time zone when it has none)."""
-        from deltalog.spark.api.arguments import verify
-        from deltalog.spark.commands.vacuum import restore
-
         verify(timestamp, str, "timestamp")
         return restore(self._spark, self._log, None, timestamp)
 
@@ -155,8 +161,6 @@ class DeltaTable:
     ) -> DeltaTable:
         """Convert the parquet directory ``parquet.`/path` `` in place (partition columns from
         ``partitionSchema``, DDL text or StructType); a Delta table already there is kept."""
-        from deltalog.spark.commands.manage import convert
-
         return cls.forPath(sparkSession, convert(sparkSession, identifier, partitionSchema))
 
     def clone(
@@ -190,8 +194,6 @@ class DeltaTable:
         properties: dict[str, str] | None = None,
     ) -> DeltaTable:
         """:meth:`clone` of the version current at ``timestamp`` (session time zone)."""
-        from deltalog.spark.commands.manage import timestamp_ms
-
         ms = timestamp_ms(self._spark, timestamp)
         return self._clone(target, isShallow, replace, properties, timestamp=ms)
 
@@ -205,8 +207,6 @@ class DeltaTable:
         version: int | None = None,
         timestamp: int | None = None,
     ) -> DeltaTable:
-        from deltalog.commands.clone import clone
-
         clone(
             self._log.table_root,
             target,
@@ -220,14 +220,10 @@ class DeltaTable:
 
     def generate(self, mode: str) -> None:
         """Write manifests; ``symlink_format_manifest`` is the only mode."""
-        from deltalog.commands.manifest import generate
-
         generate(self._log.table_root, mode)
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
         """Raise the protocol versions (lower ones are ignored, as in delta-spark)."""
-        from deltalog.commands.ddl.protocol_change import upgrade_table_protocol
-
         for value, name in ((readerVersion, "readerVersion"), (writerVersion, "writerVersion")):
             if type(value) is not int:
                 raise ValueError(f"The {name} needs to be an integer but got '{type(value)}'.")
@@ -236,9 +232,6 @@ class DeltaTable:
 
     def addFeatureSupport(self, featureName: str) -> None:
         """Add a table feature (and the features it depends on) to the protocol."""
-        from deltalog.commands.ddl.protocol_change import add_feature_support
-        from deltalog.spark.api.arguments import verify
-
         verify(featureName, str, "featureName")
         add_feature_support(self._log.table_root, featureName)
         self._log.update()
@@ -246,9 +239,6 @@ class DeltaTable:
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
         """Drop a table feature from the protocol; see
         :func:`deltalog.commands.ddl.drop_feature.drop_feature_support` for what is supported."""
-        from deltalog.commands.ddl.drop_feature import drop_feature_support
-        from deltalog.spark.api.arguments import verify
-
         verify(featureName, str, "featureName")
         if truncateHistory is not None:
             verify(truncateHistory, bool, "truncateHistory")
@@ -260,8 +250,6 @@ class DeltaTable:
     def delete(self, condition: str | Column | None = None) -> None:
         """Delete the rows for which ``condition`` (SQL text or Column) is true; every row
         when it is ``None``."""
-        from deltalog.spark.commands.dml import delete
-
         delete(self._spark, self._log, condition)
 
     def update(
@@ -271,9 +259,6 @@ class DeltaTable:
     ) -> None:
         """Set columns (``set``: column name → SQL text or Column) on the rows for which
         ``condition`` is true (every row when it is ``None``)."""
-        from deltalog.spark.api import arguments
-        from deltalog.spark.commands.dml import update
-
         assignments = arguments.column_mapping(set, "'set'")
         arguments.condition(condition)
         if not assignments:
@@ -289,11 +274,6 @@ class DeltaTable:
     def merge(self, source: DataFrame, condition: str | Column) -> DeltaMergeBuilder:
         """A MERGE of ``source`` into this table on ``condition``; add clauses to the
         returned builder, then ``execute()``."""
-        from pyspark.sql import DataFrame as ClassicFrame
-
-        from deltalog.spark.api import arguments
-        from deltalog.spark.api.merge_builder import DeltaMergeBuilder
-
         if source is None:
             raise ValueError("'source' in merge cannot be None")
         if not isinstance(source, ClassicFrame) and not hasattr(source, "sparkSession"):
@@ -308,8 +288,6 @@ class DeltaTable:
     def optimize(self) -> DeltaOptimizeBuilder:
         """An OPTIMIZE of this table: add partition filters with ``where``, then
         ``executeCompaction()`` or ``executeZOrderBy(cols)``."""
-        from deltalog.spark.commands.optimize import DeltaOptimizeBuilder
-
         return DeltaOptimizeBuilder(self._spark, self._log)
 
     def history(self, limit: int | None = None) -> DataFrame:
@@ -386,8 +364,6 @@ def read_changes(
     Raises:
         DeltaError: the typed errors of the change feed's version resolution and planning.
     """
-    from deltalog.spark.read.changes import read_changes as read
-
     options = {
         "startingVersion": starting_version,
         "startingTimestamp": starting_timestamp,
@@ -486,8 +462,6 @@ class DeltaTableBuilder:
             InvalidArgumentError: no location, or no columns for a new table.
             DeltaWriteError: see :func:`deltalog.commands.ddl.create_table.create_table`.
         """
-        from deltalog.commands.ddl.create_table import TableSpec, create_table
-
         target = self._named_target()
         if target is not None:
             self._location = target.path
@@ -510,6 +484,7 @@ class DeltaTableBuilder:
         if self._fields or self._kind != "create_if_not_exists":
             create_table(self._location, self._kind, spec)
         if target is not None and target.entry is not None:
+            # Table names need sqlglot (the spark extra), which paths do not: import on use.
             from deltalog.spark.names import catalog
 
             catalog(self._spark).register(target.entry, replace=True)
@@ -520,7 +495,7 @@ class DeltaTableBuilder:
         (external) or the warehouse (managed); ``None`` without a name."""
         if self._name is None:
             return None
-        from deltalog.catalog import already_exists, not_found
+        # Table names need sqlglot (the spark extra), which paths do not: import on use.
         from deltalog.spark.names import Target, new_target, parse_identifier, resolve, split_name
 
         ref = parse_identifier(self._name)

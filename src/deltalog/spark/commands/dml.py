@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import functions as F
 
 from deltalog import errors
 from deltalog.actions import Action
@@ -46,9 +47,11 @@ from deltalog.scan.row_filter import is_partition_only, partition_matches
 from deltalog.spark.commands.file_codes import row_indexes
 from deltalog.spark.read.common import FILE, file_keys
 from deltalog.spark.read.scan import scan_dataframe
+from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import to_arrow
 from deltalog.spark.write.batch import write_change_rows, write_rows
 from deltalog.txn import operations
+from deltalog.write.deletion_vectors import DeletionVectorWriter
 
 if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
@@ -65,8 +68,6 @@ IDENTITY_ALLOW_EXPLICIT = "delta.identity.allowExplicitInsert"
 
 def condition_column(condition: Any) -> Any:
     """A SQL string or a Column as a Column."""
-    from pyspark.sql import functions as F
-
     return F.expr(condition) if isinstance(condition, str) else condition
 
 
@@ -107,8 +108,6 @@ def _resolved_sql(condition: Any, frame: Any) -> str | None:
 def schema_frame(spark: Any, snapshot: Snapshot) -> Any:
     """An empty DataFrame with the table's columns, to resolve conditions against (classic
     sessions; no job runs)."""
-    from deltalog.spark.schema import to_spark_schema
-
     if getattr(spark, "_jsparkSession", None) is None:
         return None
     return spark.createDataFrame([], to_spark_schema(snapshot.schema))
@@ -127,8 +126,6 @@ def pruning_predicate(condition: Any) -> Predicate | None:
 
 def is_true(column: Any) -> Any:
     """``column <=> true``: NULL counts as not matching."""
-    from pyspark.sql import functions as F
-
     return F.coalesce(column, F.lit(False))
 
 
@@ -160,8 +157,6 @@ def find_touched(
     """Scan ``files`` and keep those with a row where ``hit`` holds; ``with_rows`` collects
     the matching rows' indexes too (for deletion vectors). ``matches``: those rows already
     selected from :func:`scan_dataframe` with row ids (a frame the caller persisted)."""
-    from pyspark.sql import functions as F
-
     snapshot = _snapshot(txn)
     if matches is None:
         matches = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True).where(hit)
@@ -186,8 +181,6 @@ def find_touched(
 
 def mark_rows_deleted(txn: Transaction, touched: Touched, changes: FileChanges) -> None:
     """Deletion vectors for ``touched``'s rows, one vector file for the command."""
-    from deltalog.write.deletion_vectors import DeletionVectorWriter
-
     assert touched.row_indexes is not None
     snapshot = _snapshot(txn)
     store, root, now = txn.log.store, snapshot.table_root, now_ms()
@@ -303,8 +296,6 @@ def _rewrite_without(
     changes: FileChanges,
 ) -> int:
     """Copy-on-write: rewrite the touched files without the rows ``hit`` holds for."""
-    from pyspark.sql import functions as F
-
     if not touched.files.num_rows:
         return 0
     snapshot = _snapshot(txn)
@@ -342,7 +333,6 @@ def update(spark: Any, log: DeltaLog, condition: Any, assignments: Mapping[str, 
     operation = operations.update(
         None if condition is None else condition_sql(condition, schema_frame(spark, snapshot))
     )
-    from pyspark.sql import functions as F
 
     hit = F.lit(True) if condition is None else is_true(condition_column(condition))
     files = txn.filter_files(predicate)
@@ -462,10 +452,6 @@ def updated_columns(df: Any, snapshot: Snapshot, targets: Mapping[str, Any], hit
     """The table's columns where ``hit`` holds replaced by their assigned values (cast to the
     column's type); generated columns no assignment sets are left out, so the writer computes
     them from the new values. Their names are :func:`_value_names`."""
-    from pyspark.sql import functions as F
-
-    from deltalog.spark.schema import to_spark_schema
-
     types = {f.name: f.dataType for f in to_spark_schema(snapshot.schema).fields}
     out = []
     for name in _value_names(snapshot, targets):
@@ -489,8 +475,6 @@ def _value_names(snapshot: Snapshot, targets: Mapping[str, Any]) -> list[str]:
 
 def _update_images(df: Any, snapshot: Snapshot, new_values: list[Any], hit: Any) -> Any:
     """``update_preimage`` and ``update_postimage`` rows of the updated rows."""
-    from pyspark.sql import functions as F
-
     names = snapshot.schema.names
     pre = df.where(hit).select(*[df[f"`{n}`"] for n in names], F.lit("update_preimage"))
     post = df.where(hit).select(*new_values)

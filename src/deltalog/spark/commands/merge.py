@@ -322,7 +322,6 @@ class MergeCommand:
         persisted: only acted rows are written, so the write reads them back instead of
         scanning and joining the target a second time.
         """
-
         by_source = any(c.kind == BY_SOURCE for c in self.clauses)
         target = self._target(files)
         joined = target.join(self.build, self.on, "left" if by_source else "inner")
@@ -369,7 +368,6 @@ class MergeCommand:
 
     def _acted_updates(self) -> tuple[Any, Any, list[Any], Any]:
         """:meth:`_updated_rows` for deletion vectors, from the persisted acted rows."""
-
         acted = self._acted
         names = [c[len(NEW) :] for c in acted.columns if c.startswith(NEW)]
         values = [acted[f"`{NEW}{n}`"].alias(n) for n in names]
@@ -382,7 +380,6 @@ class MergeCommand:
         clause updates. Then an updated row's values are the source row's, so the scan that
         finds the acted rows keeps only their source ids: the source crosses to the tasks
         with the columns the conditions need, not whole (see :meth:`_source_writes`)."""
-
         if self.settings.change_data_feed:
             return False
         for clause in self.clauses:
@@ -415,7 +412,6 @@ class MergeCommand:
         acts on is written with that clause's values (once per target row it updates); one
         with no match is inserted by the first NOT MATCHED clause that takes it. One scan of
         the source, instead of one for the updates and one for the inserts."""
-
         pairs = self._pairs
         assert pairs is not None
         named = pairs.rename_columns([SOURCE_ID, MATCHED_ACTION])
@@ -464,7 +460,6 @@ class MergeCommand:
         """The touched files' rows after the MATCHED and BY SOURCE clauses (copy-on-write:
         with the unchanged rows; deletion vectors: only the updated ones), the joined frame
         with its clause column, and the value columns."""
-
         # Rows are known from phase 1; reading row ids again would slow the whole scan.
         target = self._target(touched.files, row_ids=False)
         joined = target.join(self.build, self.on, "left")
@@ -478,7 +473,6 @@ class MergeCommand:
 
     def _inserted_rows(self) -> tuple[Any, Any, list[Any], Any]:
         """The source rows without a match that an insert clause takes."""
-
         source = self.source
         pairs = self._pairs
         assert pairs is not None
@@ -494,7 +488,6 @@ class MergeCommand:
     def _mark_changed(self, touched: Touched, rows: pa.Table, changes: FileChanges) -> None:
         """Copy-on-write: remove the touched files; deletion vectors: mark the updated and
         deleted rows."""
-
         if not self.settings.deletion_vectors:
             changes.removes = remove_files(touched.files)
             return

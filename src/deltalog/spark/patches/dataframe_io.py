@@ -23,6 +23,7 @@ Delta table in deltalog's catalog, go to :mod:`deltalog.spark.write.by_name`.
 from __future__ import annotations
 
 import functools
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -101,8 +102,6 @@ def _bridged_load(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _has_python_source() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("pyspark.sql.datasource") is not None
 
 

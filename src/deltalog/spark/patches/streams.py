@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deltalog import errors
+from deltalog.catalog import not_found
 from deltalog.spark import captured
 from deltalog.spark.patches import patch
 from deltalog.spark.patches.builders import (
@@ -120,6 +121,7 @@ def _bridged_read_table(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     @captured.surfaces
     def table(self: Any, tableName: str) -> Any:
+        # Table names need sqlglot (the spark extra): import on use.
         from deltalog.spark.write.by_name import is_delta_name
 
         state = builder_state(self)
@@ -128,10 +130,9 @@ def _bridged_read_table(original: Callable[..., Any]) -> Callable[..., Any]:
             return original(self, tableName)
         if not is_delta_name(spark, tableName):
             if is_delta(state, None):
-                from deltalog.catalog import not_found
-
                 raise not_found(tableName)
             return original(self, tableName)
+        # Table names need sqlglot (the spark extra): import on use.
         from deltalog.spark import names
 
         target = names.require(spark, names.parse_identifier(tableName))
@@ -152,7 +153,10 @@ def _bridged_to_table(original: Callable[..., Any]) -> Callable[..., Any]:
         queryName: str | None = None,
         **options: Any,
     ) -> Any:
+        # Table names need sqlglot (the spark extra): import on use.
         from deltalog.spark import names
+
+        # Table names need sqlglot (the spark extra): import on use.
         from deltalog.spark.write.by_name import is_delta_name
 
         state = builder_state(self)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import functions as F
 
 from deltalog.change_data_feed import (
     ALL_ROWS,
@@ -201,8 +202,6 @@ def _bulk_groups(plan: ChangePlan, data: pa.Table) -> tuple[list[pa.Table], pa.T
 
 def _bulk_scan(spark: Any, plan: ChangePlan, group: pa.Table, store: LogStore) -> Any:
     """The rows of one :func:`_bulk_groups` group, with the change columns as literals."""
-    from pyspark.sql import functions as F
-
     snapshot = plan.snapshot
     mode = snapshot.column_mapping_mode
     fields = StructType(tuple(physical_field(f, mode) for f in snapshot.schema.fields))
@@ -244,8 +243,6 @@ def scan_tasks(spark: Any, total_bytes: int) -> int | None:
 def _select_rows(spark: Any, plan: ChangePlan, files: pa.Table, df: Any) -> Any:
     """Rows of data files as the plan rows ``files`` select them (all, all but a DV's, only
     listed ones)."""
-    from pyspark.sql import functions as F
-
     modes = set(pc.unique(files["mode"]).to_pylist())
     if modes == {ALL_ROWS}:
         return df.drop(SPEC, MODE, ROW)
@@ -268,8 +265,6 @@ def _select_rows(spark: Any, plan: ChangePlan, files: pa.Table, df: Any) -> Any:
 def _specs(spark: Any, plan: ChangePlan, files: pa.Table, mode: str) -> Any:
     """The plan rows ``files`` as a DataFrame keyed by Spark's file URI, with typed partition
     values."""
-    from pyspark.sql import functions as F
-
     snapshot = plan.snapshot
     raw = [dict(pv or []) for pv in files["partitionValues"].to_pylist()]
     columns: dict[str, Any] = {

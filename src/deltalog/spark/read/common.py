@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import DataFrame
 
 from deltalog import errors
 from deltalog.scan.plan import FILE, ROW, local_paths, spark_file_uris
@@ -60,7 +61,6 @@ def read_parquet_files(
     if is_connect(spark) or joined is None:
         listed = paths.to_pylist() if isinstance(paths, pa.Array) else list(paths)
         return read.parquet(*listed)
-    from pyspark.sql import DataFrame
 
     jvm = spark.sparkContext._jvm
     seq = jvm.scala.io.Source.fromString(joined).getLines().toList()
@@ -124,6 +124,7 @@ def arrow_to_df(spark: Any, table: pa.Table, *, local: bool = True) -> Any:
     try:
         return spark.createDataFrame(table)
     except (TypeError, ValueError):
+        # PySpark 3.5's path only (4.x takes Arrow).
         from pyspark.sql.pandas.types import from_arrow_schema
 
         return spark.createDataFrame(table.to_pylist(), from_arrow_schema(table.schema))

@@ -39,7 +39,6 @@ def _target(spark: Any, statement: Any) -> names.Target | None:
 
 
 def alter_column(spark: Any, s: AlterColumn) -> Any:
-
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -50,7 +49,6 @@ def alter_column(spark: Any, s: AlterColumn) -> Any:
 
 
 def rename_column(spark: Any, s: RenameColumn) -> Any:
-
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -59,7 +57,6 @@ def rename_column(spark: Any, s: RenameColumn) -> Any:
 
 
 def drop_columns(spark: Any, s: DropColumns) -> Any:
-
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -68,7 +65,6 @@ def drop_columns(spark: Any, s: DropColumns) -> Any:
 
 
 def cluster_by(spark: Any, s: ClusterBy) -> Any:
-
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -79,7 +75,6 @@ def cluster_by(spark: Any, s: ClusterBy) -> Any:
 def show_create_table(spark: Any, s: ShowCreateTable) -> Any:
     """delta-spark's ``SHOW CREATE TABLE``: one row, ``createtab_stmt``. A managed table shows
     no LOCATION; path tables are named ``delta.`path```."""
-
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -97,7 +92,6 @@ def show_create_table(spark: Any, s: ShowCreateTable) -> Any:
 def set_location(spark: Any, s: SetLocation) -> Any:
     """``ALTER TABLE name SET LOCATION 'path'``: the name now means the Delta table at
     ``path``, which must have the same schema and partitioning (as delta-spark checks)."""
-
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -130,7 +124,6 @@ def set_location(spark: Any, s: SetLocation) -> Any:
 
 def _plain_schema(snapshot: Any) -> tuple[Any, ...]:
     """Schema and partitioning without deltalog-internal field metadata (column mapping)."""
-
     return (
         drop_column_mapping_metadata(snapshot.schema),
         tuple(p.lower() for p in snapshot.metadata.partition_columns),
@@ -141,7 +134,6 @@ def describe_table(spark: Any, statement: Parsed) -> Any:
     """``DESCRIBE [TABLE] t`` of a Delta table: Spark's v2 answer (``col_name``,
     ``data_type``, ``comment``), with the partitioning or clustering section. EXTENDED and
     column forms go to Spark over deltalog's read (:data:`NOT_DELTA` here)."""
-
     node = statement.expression
     table = node.this
     if node.args.get("style") or node.args.get("partition") or not isinstance(table, exp.Table):
@@ -179,7 +171,6 @@ def _uri(root: str) -> str:
 
 def _data_type(spark: Any, text: str) -> DataType:
     """A type's SQL text as deltalog's type (Spark parses it, as for CREATE TABLE)."""
-
     type_json = sql_type_json(spark, text)
     field = {"name": "c", "type": type_json, "nullable": True, "metadata": {}}
     return parse_schema(json.dumps({"type": "struct", "fields": [field]})).fields[0].type

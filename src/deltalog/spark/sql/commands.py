@@ -58,7 +58,6 @@ def run(spark: Any, statement: Any) -> Any:
 
 
 def _table(spark: Any, ref: Any) -> Any:
-
     return DeltaTable.forPath(spark, names.require(spark, ref).path)
 
 
@@ -67,7 +66,6 @@ def _history(spark: Any, s: DescribeHistory) -> Any:
 
 
 def _detail(spark: Any, s: DescribeDetail) -> Any:
-
     target = names.require(spark, s.table)
     df = _table(spark, s.table).detail()
     if target.entry is None:
@@ -102,7 +100,6 @@ def _restore(spark: Any, s: Restore) -> Any:
 
 
 def _convert(spark: Any, s: ConvertToDelta) -> Any:
-
     if s.provider is None or s.table.path is None:
         raise errors.invalid_argument(
             f"CONVERT TO DELTA {s.table}: deltalog converts parquet.`/path` directories",
@@ -113,7 +110,6 @@ def _convert(spark: Any, s: ConvertToDelta) -> Any:
 
 
 def _clone(spark: Any, s: Clone) -> Any:
-
     source = names.require(spark, s.source)
     existing = names.resolve(spark, s.target) if s.target.path is None else None
     if existing is not None and s.if_not_exists:
@@ -156,13 +152,11 @@ def _generate(spark: Any, s: Generate) -> Any:
 
 
 def _unset(spark: Any, s: UnsetProperties) -> Any:
-
     unset_table_properties(names.require(spark, s.table).path, s.keys, if_exists=s.if_exists)
     return empty(spark)
 
 
 def _show_properties(spark: Any, s: ShowProperties) -> Any:
-
     props = table_properties(_table(spark, s.table)._log.update())
     if s.key is not None:
         value = props.get(s.key)
@@ -182,7 +176,6 @@ def _show_columns(spark: Any, s: ShowColumns) -> Any:
 def _show_tables(spark: Any, s: ShowTables) -> Any:
     """Spark's answer plus deltalog's names of the database (its own temporary views
     hidden)."""
-
     database = s.database or names.current_database(spark)
     spark_tables = spark_sql(spark, s.text)
     visible = spark_tables.filter(~spark_tables["tableName"].startswith(VIEW_PREFIX))

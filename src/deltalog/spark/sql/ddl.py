@@ -42,7 +42,6 @@ def alter(spark: Any, statement: Parsed) -> Any:
 
 
 def _alter_one(spark: Any, target: names.Target, action: exp.Expression) -> None:
-
     if isinstance(action, exp.AlterSet) and action.expressions:
         props = action.expressions[0]
         values = dict(property_pair(p) for p in props.expressions)
@@ -72,7 +71,6 @@ def _alter_one(spark: Any, target: names.Target, action: exp.Expression) -> None
 
 def _commit_metadata(target: names.Target, change: Any, operation: Operation) -> int:
     """One commit replacing the metadata with ``change(snapshot)``."""
-
     log = DeltaLog.for_table(target.path)
     txn = log.start_transaction()
     if txn.snapshot is None:
@@ -88,7 +86,6 @@ def _commit_metadata(target: names.Target, change: Any, operation: Operation) ->
 def add_columns(spark: Any, target: names.Target, columns: list[exp.Expression]) -> None:
     """``ADD COLUMNS (name type [NOT NULL] [COMMENT c], ...)``: nullable new columns at the
     end of the schema (NOT NULL is refused, as in delta-spark)."""
-
     probe = DeltaTableBuilder(spark, "create")
 
     for column in columns:
@@ -121,7 +118,6 @@ def add_columns(spark: Any, target: names.Target, columns: list[exp.Expression])
 
 def add_constraint(spark: Any, target: names.Target, name: str, expression: str) -> None:
     """``ADD CONSTRAINT name CHECK (expr)``: every existing row must satisfy it first."""
-
     key = CONSTRAINT_PREFIX + name.lower()
     # A NULL result violates too, as in delta-spark's constraint check.
     violating = read_table(spark, target.path).filter(f"NOT coalesce(({expression}), false)")
@@ -176,7 +172,6 @@ def rename(spark: Any, target: names.Target, new_name: exp.Expression) -> None:
     Raises:
         DeltaWriteError: ``TABLE_OR_VIEW_ALREADY_EXISTS`` when ``b`` is taken.
     """
-
     old = target.entry
     assert old is not None
     ref = table_ref(new_name) if isinstance(new_name, exp.Table) else None

@@ -52,7 +52,6 @@ def _qualifiers(node: exp.Table) -> set[str]:
 
 
 def _table(spark: Any, target: names.Target) -> Any:
-
     return DeltaTable.forPath(spark, target.path)
 
 
@@ -310,7 +309,6 @@ def _property_text(node: Any) -> str:
 def _create_as_select(
     spark: Any, target: names.Target, kind: str, props: dict[str, Any], query: exp.Expression
 ) -> None:
-
     df = query_dataframe(spark, query)
     options: dict[str, str] = dict(props["properties"])
     if props["comment"] is not None:
@@ -326,7 +324,6 @@ def _create_as_select(
 def _create_from_columns(
     spark: Any, target: names.Target, kind: str, props: dict[str, Any], schema_node: exp.Expression
 ) -> None:
-
     columns = schema_node.expressions if isinstance(schema_node, exp.Schema) else []
     exists = DeltaTable.isDeltaTable(spark, target.path)
     if exists and target.entry is not None and kind != "create_or_replace":
@@ -356,7 +353,6 @@ def _check_same_columns(target: names.Target, columns: list[str]) -> None:
     Raises:
         DeltaWriteError: ``DELTA_CREATE_TABLE_SCHEME_MISMATCH``.
     """
-
     if not columns:
         return
     existing = [f.name for f in DeltaLog.for_table(target.path).update().schema.fields]

@@ -31,7 +31,13 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from deltalog.change_data_feed import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, INSERT
+from deltalog.change_data_feed import (
+    CHANGE_TYPE,
+    COMMIT_TIMESTAMP,
+    COMMIT_VERSION,
+    INSERT,
+    ChangePlan,
+)
 from deltalog.delta_log import DeltaLog
 from deltalog.paths import resolve
 from deltalog.schema import parse_schema
@@ -139,7 +145,6 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     tasks.append(_file_task(root, row))
                     sizes.append(int(row["size"] or 0))
                 continue
-            from deltalog.change_data_feed import ChangePlan
 
             rows = commit.rows
             by_spec = (
