@@ -21,6 +21,9 @@ from deltalog.sql.tokens import DIALECT, TableRef, TokenReader
 WAREHOUSE_KEY = "spark.sql.warehouse.dir"
 _SESSION_CATALOG = "spark_catalog"
 
+# The temporary views over Delta reads that deltalog's SQL creates (hidden from the catalog API).
+VIEW_PREFIX = "__deltalog_"
+
 
 @dataclass(frozen=True, slots=True)
 class Target:

@@ -19,7 +19,6 @@ A row is deleted or updated where the condition is TRUE; NULL keeps it as it is.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from deltalog.commands.write.write_into_delta import dml_plan
 from deltalog.scan.predicate import Predicate, parse_predicate
 from deltalog.scan.row_filter import is_partition_only, partition_matches
 from deltalog.spark.commands.file_codes import row_indexes
+from deltalog.spark.conditions import condition_column, condition_sql, is_true
 from deltalog.spark.read.common import FILE, file_keys
 from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.schema import to_spark_schema
@@ -66,45 +66,6 @@ IDENTITY_ALLOW_EXPLICIT = "delta.identity.allowExplicitInsert"
 # -- conditions ----------------------------------------------------------------------------------
 
 
-def condition_column(condition: Any) -> Any:
-    """A SQL string or a Column as a Column."""
-    return F.expr(condition) if isinstance(condition, str) else condition
-
-
-def condition_sql(condition: Any, frame: Any = None) -> str:
-    """The condition's SQL text for ``commitInfo``: the text given, or a Column's SQL.
-
-    With ``frame`` (a DataFrame the condition resolves against) on a classic session, the text
-    is Catalyst's SQL of the resolved condition, what delta-spark records. Otherwise it is the
-    unresolved expression's SQL (PySpark 3.5) or the Column's rendering (Connect; PySpark 4's
-    classic Columns render as function calls). A Column's ``str()`` on 3.5 drops string
-    literals' quotes (``p = a``), so it is the last resort.
-    """
-    if isinstance(condition, str):
-        return condition
-    resolved = _resolved_sql(condition, frame)
-    if resolved is not None:
-        return resolved
-    jc = getattr(condition, "_jc", None)
-    if jc is not None:
-        with contextlib.suppress(Exception):  # PySpark 4 has no Column.expr(): its rendering
-            return str(jc.expr().sql())
-    text = str(condition)
-    if text.startswith("Column<'") and text.endswith("'>"):
-        return text[len("Column<'") : -2]
-    return text
-
-
-def _resolved_sql(condition: Any, frame: Any) -> str | None:
-    """Catalyst's SQL of ``condition`` analysed over ``frame`` (classic sessions only)."""
-    if frame is None or getattr(frame, "_jdf", None) is None:
-        return None
-    with contextlib.suppress(Exception):  # unresolvable over frame: the caller falls back
-        analyzed = frame.where(condition)._jdf.queryExecution().analyzed()
-        return str(analyzed.condition().sql())
-    return None
-
-
 def schema_frame(spark: Any, snapshot: Snapshot) -> Any:
     """An empty DataFrame with the table's columns, to resolve conditions against (classic
     sessions; no job runs)."""
@@ -122,11 +83,6 @@ def pruning_predicate(condition: Any) -> Predicate | None:
         return parse_predicate(condition)
     except ValueError:
         return None
-
-
-def is_true(column: Any) -> Any:
-    """``column <=> true``: NULL counts as not matching."""
-    return F.coalesce(column, F.lit(False))
 
 
 # -- the shared skeleton -------------------------------------------------------------------------

@@ -57,8 +57,6 @@ from deltalog.spark.commands.dml import (
     NEW,
     Touched,
     _elapsed_ms,
-    condition_column,
-    condition_sql,
     mark_rows_deleted,
     schema_frame,
     start,
@@ -79,6 +77,7 @@ from deltalog.spark.commands.merge_clauses import (
     check_clauses,
 )
 from deltalog.spark.commands.merge_source import materialized
+from deltalog.spark.conditions import condition_column, condition_sql
 from deltalog.spark.read.common import FILE, ROW, arrow_to_df, file_keys
 from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.session import conf_get

@@ -22,10 +22,8 @@ from deltalog.schema import StructType
 from deltalog.spark.commands.dml import (
     GENERATION_KEY,
     IDENTITY_START,
-    condition_column,
-    condition_sql,
-    is_true,
 )
+from deltalog.spark.conditions import condition_column, condition_sql, is_true
 from deltalog.spark.schema import to_spark_schema
 from deltalog.txn.operations import MergePredicate
 

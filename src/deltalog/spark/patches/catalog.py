@@ -15,10 +15,9 @@ from typing import Any
 from pyspark.sql.catalog import Table
 
 from deltalog.spark import names
-from deltalog.spark.names import like
+from deltalog.spark.names import VIEW_PREFIX, like
 from deltalog.spark.patches.patch import patch_classes, wrap
 from deltalog.spark.session import pyspark_classes
-from deltalog.spark.sql.common import VIEW_PREFIX
 
 
 def install() -> None:

@@ -26,9 +26,9 @@ from deltalog.spark import names
 from deltalog.spark.api.delta_table import DeltaTable
 from deltalog.spark.api.describe import DETAIL_SCHEMA
 from deltalog.spark.commands.manage import convert, timestamp_ms
-from deltalog.spark.names import like
+from deltalog.spark.names import VIEW_PREFIX, like
 from deltalog.spark.sql import alter
-from deltalog.spark.sql.common import VIEW_PREFIX, empty, spark_sql
+from deltalog.spark.sql.common import empty, spark_sql
 from deltalog.sql.statements import (
     Clone,
     ConvertToDelta,

@@ -18,8 +18,6 @@ from deltalog.sql.statements import TableRef
 
 # Where :func:`deltalog.spark.sql.dispatch.install` keeps a session class's own ``sql``.
 ORIGINAL_SQL = "_deltalog_original_sql"
-# The temporary views over Delta reads that deltalog's SQL creates (hidden from the catalog API).
-VIEW_PREFIX = "__deltalog_"
 NOT_DELTA = object()  # a handler's answer for a statement Spark runs unchanged
 
 

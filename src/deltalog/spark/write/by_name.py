@@ -18,7 +18,7 @@ from deltalog import errors
 from deltalog.catalog import already_exists, not_found
 from deltalog.delta_log import DeltaLog
 from deltalog.spark import captured, names
-from deltalog.spark.commands.dml import condition_sql
+from deltalog.spark.conditions import condition_sql
 from deltalog.spark.write.batch import write_dataframe
 
 
