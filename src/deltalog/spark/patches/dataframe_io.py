@@ -44,7 +44,11 @@ from deltalog.spark.patches.builders import (
 from deltalog.spark.patches.patch import patch_classes, wrap
 from deltalog.spark.patches.streams import install_streaming
 from deltalog.spark.read import load as delta_load
+from deltalog.spark.read.load import load_with_python_source
 from deltalog.spark.write.batch import write_dataframe
+
+# load_with_python_source: the README names it here (it lives with the load it bypasses).
+__all__ = ["install", "load_with_python_source"]
 
 BRIDGED = "_deltalog_bridged"
 
