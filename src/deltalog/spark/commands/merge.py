@@ -386,7 +386,9 @@ class MergeCommand:
                 continue
             if clause.kind == BY_SOURCE:
                 return False
-            exprs = [self.acts.assignment(clause, f.name, None) for f in self._written_fields()]
+            exprs: list[Any] = [
+                self.acts.assignment(clause, f.name, None) for f in self._written_fields()
+            ]
             if any(e is None for e in exprs):
                 return False  # a column keeps the target's value
             try:  # resolves against the source alone: it names no target column

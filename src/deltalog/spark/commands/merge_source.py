@@ -6,16 +6,17 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Callable
-from typing import Any
 
-from pyspark.sql import Observation
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from deltalog.spark.commands.merge_clauses import SOURCE_ID
 from deltalog.spark.session import is_connect
 
 
-def materialized(given: Any, spark: Any) -> tuple[Any, int, Callable[[], None]]:
+def materialized(
+    given: DataFrame, spark: SparkSession
+) -> tuple[DataFrame, int, Callable[[], object]]:
     """The source with a stable id per row (:data:`SOURCE_ID`), materialized once (the
     reference's ``MergeIntoMaterializeSource``), its row count, and the function that frees
     it.
@@ -41,14 +42,14 @@ def materialized(given: Any, spark: Any) -> tuple[Any, int, Callable[[], None]]:
     return source, source.count(), lambda: None
 
 
-def _free_checkpoint(df: Any) -> None:
+def _free_checkpoint(df: DataFrame) -> None:
     """Drop a local checkpoint's blocks now rather than when the JVM collects its RDD."""
     # Not a LogicalRDD (a future Spark): the context cleaner frees it later.
     with contextlib.suppress(Exception):
         df._jdf.queryExecution().analyzed().rdd().unpersist(False)
 
 
-def _is_persisted(df: Any) -> bool:
+def _is_persisted(df: DataFrame) -> bool:
     try:
         level = df.storageLevel
     except Exception:  # an engine without the property: persist to be safe

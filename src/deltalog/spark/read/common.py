@@ -22,6 +22,9 @@ from deltalog.scan.plan import FILE, ROW, local_paths, spark_file_uris
 from deltalog.spark.session import is_connect, reader, session_conf
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
     from deltalog.snapshot import Snapshot
     from deltalog.storage.base import LogStore
 
@@ -46,8 +49,11 @@ def file_keys(snapshot: Snapshot, files: pa.Table) -> list[str]:
 
 
 def read_parquet_files(
-    spark: Any, schema: Any, paths: Sequence[str] | pa.Array, base_path: str | None = None
-) -> Any:
+    spark: SparkSession,
+    schema: StructType,
+    paths: Sequence[str] | pa.Array,
+    base_path: str | None = None,
+) -> DataFrame:
     """Spark's parquet reader over exactly ``paths`` (partition columns from the directories
     under ``base_path`` when given: ``schema`` then names them too).
 
@@ -62,7 +68,7 @@ def read_parquet_files(
         listed = paths.to_pylist() if isinstance(paths, pa.Array) else list(paths)
         return read.parquet(*listed)
 
-    jvm = spark.sparkContext._jvm
+    jvm: Any = spark.sparkContext._jvm
     seq = jvm.scala.io.Source.fromString(joined).getLines().toList()
     return DataFrame(read._jreader.parquet(seq), spark)
 
@@ -78,14 +84,14 @@ def newline_joined(paths: Sequence[str] | pa.Array) -> str | None:
 
 
 def read_files_or_raise(
-    spark: Any,
-    schema: Any,
+    spark: SparkSession,
+    schema: StructType,
     paths: Sequence[str] | pa.Array,
     table_root: str,
     store: LogStore,
     *,
     base_path: str | None = None,
-) -> Any:
+) -> DataFrame:
     """:func:`read_parquet_files`, with a missing file reported as a typed error naming it.
 
     Spark checks every path while planning (it stats them anyway); only when it fails are the
@@ -109,7 +115,7 @@ def read_files_or_raise(
         ) from e
 
 
-def arrow_to_df(spark: Any, table: pa.Table, *, local: bool = True) -> Any:
+def arrow_to_df(spark: SparkSession, table: pa.Table, *, local: bool = True) -> DataFrame:
     """A small Arrow table as a DataFrame (Arrow directly on Spark 4; rows on 3.5, because a
     pandas round trip would turn null numbers into NaN).
 

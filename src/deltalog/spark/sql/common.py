@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from sqlglot import exp
 
@@ -21,13 +22,13 @@ ORIGINAL_SQL = "_deltalog_original_sql"
 NOT_DELTA = object()  # a handler's answer for a statement Spark runs unchanged
 
 
-def spark_sql(spark: Any, text: str, args: Any = None, **kwargs: Any) -> Any:
+def spark_sql(spark: SparkSession, text: str, args: Any = None, **kwargs: Any) -> DataFrame:
     """Spark's own ``sql`` (never deltalog's), for text that is ready for Spark."""
     original = getattr(type(spark), ORIGINAL_SQL, None) or type(spark).sql
     return original(spark, text, args, **kwargs)
 
 
-def empty(spark: Any) -> Any:
+def empty(spark: SparkSession) -> DataFrame:
     """The no-column result of a command (what Spark returns for DDL and INSERT)."""
     return spark.createDataFrame([], T.StructType([]))
 
@@ -55,7 +56,7 @@ def is_path(node: exp.Table) -> bool:
     )
 
 
-def target_of(spark: Any, node: exp.Expression) -> names.Target | None:
+def target_of(spark: SparkSession, node: exp.Expression) -> names.Target | None:
     """The Delta table a statement's target node names, or ``None``."""
     if isinstance(node, exp.Schema):
         node = node.this

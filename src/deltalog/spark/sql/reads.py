@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
 from deltalog import errors
@@ -25,7 +26,9 @@ from deltalog.spark.sql.common import NOT_DELTA, is_path, spark_sql, table_ref
 from deltalog.sql.statements import DIALECT
 
 
-def run_reads(spark: Any, expression: exp.Expression, args: Any, kwargs: dict[str, Any]) -> Any:
+def run_reads(
+    spark: SparkSession, expression: exp.Expression, args: Any, kwargs: dict[str, Any]
+) -> Any:
     """Spark's ``sql`` of ``expression`` with its Delta table references replaced by views;
     :data:`NOT_DELTA` when it has none (then Spark gets the original text)."""
     views: list[str] = []
@@ -37,7 +40,7 @@ def run_reads(spark: Any, expression: exp.Expression, args: Any, kwargs: dict[st
     return df
 
 
-def _drop_views(spark: Any, expression: exp.Expression, views: list[str]) -> None:
+def _drop_views(spark: SparkSession, expression: exp.Expression, views: list[str]) -> None:
     """Drop the statement's views once Spark holds its plan: classic sessions analyse
     ``sql`` eagerly; Connect resolves lazily and a view may be named by a view the statement
     creates, so those keep them."""
@@ -47,7 +50,7 @@ def _drop_views(spark: Any, expression: exp.Expression, views: list[str]) -> Non
         spark.catalog.dropTempView(view)
 
 
-def query_dataframe(spark: Any, query: exp.Expression) -> Any:
+def query_dataframe(spark: SparkSession, query: exp.Expression) -> DataFrame:
     """A DataFrame of a query expression (Delta tables read through deltalog)."""
     views: list[str] = []
     rewritten = rewrite_reads(spark, query, views)
@@ -57,7 +60,7 @@ def query_dataframe(spark: Any, query: exp.Expression) -> Any:
 
 
 def rewrite_reads(
-    spark: Any, expression: exp.Expression, views: list[str]
+    spark: SparkSession, expression: exp.Expression, views: list[str]
 ) -> exp.Expression | None:
     """A copy of ``expression`` with every Delta table read replaced by a temporary view
     (their names appended to ``views``), or ``None`` when there is none."""
@@ -81,7 +84,7 @@ def rewrite_reads(
     return copy if found else None
 
 
-def _view_for(spark: Any, node: exp.Table, ctes: set[str]) -> str | None:
+def _view_for(spark: SparkSession, node: exp.Table, ctes: set[str]) -> str | None:
     if isinstance(node.this, exp.Anonymous) and node.this.name.lower() == "table_changes":
         return _changes_view(spark, node.this)
     ref = table_ref(node)
@@ -158,7 +161,7 @@ def _time_travel(node: exp.Table) -> tuple[int | None, str | None]:
     return None, text
 
 
-def _changes_view(spark: Any, call: exp.Anonymous) -> str:
+def _changes_view(spark: SparkSession, call: exp.Anonymous) -> str:
     values = [
         a.name if isinstance(a, exp.Literal) else a.sql(dialect=DIALECT) for a in call.expressions
     ]
@@ -179,7 +182,7 @@ def _changes_view(spark: Any, call: exp.Anonymous) -> str:
     return _register_view(df, target.path, "changes", repr(sorted(bounds.items())))
 
 
-def _register_view(df: Any, path: str, version: Any, timestamp: Any) -> str:
+def _register_view(df: DataFrame, path: str, version: Any, timestamp: Any) -> str:
     key = f"{path}|{version}|{timestamp}".encode()
     name = VIEW_PREFIX + hashlib.sha1(key).hexdigest()[:16]
     df.createOrReplaceTempView(name)
