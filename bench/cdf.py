@@ -86,8 +86,8 @@ def main() -> None:
     import deltalog
     from deltalog import DeltaLog
     from deltalog.change_data_feed import CdfBounds, plan_changes, resolve_range
-    from deltalog.spark.patches.dataframe_io import load_with_python_source
     from deltalog.spark.read.changes import changes_to_df, scan_tasks
+    from deltalog.spark.read.load import load_with_python_source
     from deltalog.spark.session import get_or_create_session, to_arrow
     from deltalog.tables import read_changes
 

@@ -128,7 +128,7 @@ def main() -> None:
     import deltalog
     from deltalog import DeltaLog
     from deltalog.scan.plan import scan_inputs
-    from deltalog.spark.patches.dataframe_io import load_with_python_source
+    from deltalog.spark.read.load import load_with_python_source
     from deltalog.spark.read.scan import read_snapshot
     from deltalog.spark.session import get_or_create_session
     from deltalog.tables import DeltaTable

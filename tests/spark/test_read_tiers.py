@@ -50,7 +50,7 @@ def exercise(spark: Any, mode: str, out_path: str) -> dict[str, Any]:
     import pyarrow as pa
 
     import deltalog
-    from deltalog.spark.patches.dataframe_io import load_with_python_source
+    from deltalog.spark.read.load import load_with_python_source
     from deltalog.spark.session import to_arrow
     from deltalog.tables import DeltaTable, read_changes, read_table
 

@@ -26,6 +26,9 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import pyspark.errors as pyspark_errors
+from pyspark.errors import PySparkException
+
 from deltalog import errors
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -227,8 +230,6 @@ def spark_class_name(error: errors.DeltaError) -> str:
 def captured(error: errors.DeltaError) -> errors.DeltaError:
     """``error`` as an instance of its captured class (itself when already one): same
     attributes, message, cause and traceback, and also an instance of the PySpark class."""
-    from pyspark.errors import PySparkException
-
     if isinstance(error, PySparkException):
         return error
     cls = _captured_class(type(error), spark_class_name(error))
@@ -282,8 +283,6 @@ def _captured_class(core: type[errors.DeltaError], spark_name: str) -> type[erro
 
 
 def _new_class(core: type[errors.DeltaError], spark_name: str) -> type[errors.DeltaError]:
-    import pyspark.errors as pyspark_errors
-
     base = getattr(pyspark_errors, spark_name)
     namespace = {
         "__module__": core.__module__,

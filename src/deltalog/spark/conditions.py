@@ -1,23 +1,71 @@
-"""Spark decides what a condition selects.
+"""Spark decides what a condition selects, and says what it is.
 
 A condition a user gives (``replaceWhere``, a DML condition) means what Spark's analyzer and
 evaluator say it means: implicit casts, ANSI errors, NULL, NaN and -0.0, the session time
 zone, case sensitivity. deltalog's own evaluator may only skip files (keep too many, never too
 few); a file removed whole because of its partition values is decided here, by Spark, over a
-tiny typed DataFrame with one row per distinct partition.
+tiny typed DataFrame with one row per distinct partition. A condition given as SQL text or a
+Column becomes a Column (:func:`condition_column`) or the SQL recorded in ``commitInfo``
+(:func:`condition_sql`).
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pyarrow as pa
+from pyspark.sql import functions as F
 
 from deltalog.scan.row_filter import PartitionMatcher
-from deltalog.spark.read.scan import arrow_to_df
+from deltalog.spark.read.common import arrow_to_df
 from deltalog.spark.session import to_arrow
 
 _ROW = "__deltalog_partition_row"
+
+
+def condition_column(condition: Any) -> Any:
+    """A SQL string or a Column as a Column."""
+    return F.expr(condition) if isinstance(condition, str) else condition
+
+
+def condition_sql(condition: Any, frame: Any = None) -> str:
+    """The condition's SQL text for ``commitInfo``: the text given, or a Column's SQL.
+
+    With ``frame`` (a DataFrame the condition resolves against) on a classic session, the text
+    is Catalyst's SQL of the resolved condition, what delta-spark records. Otherwise it is the
+    unresolved expression's SQL (PySpark 3.5) or the Column's rendering (Connect; PySpark 4's
+    classic Columns render as function calls). A Column's ``str()`` on 3.5 drops string
+    literals' quotes (``p = a``), so it is the last resort.
+    """
+    if isinstance(condition, str):
+        return condition
+    resolved = _resolved_sql(condition, frame)
+    if resolved is not None:
+        return resolved
+    jc = getattr(condition, "_jc", None)
+    if jc is not None:
+        with contextlib.suppress(Exception):  # PySpark 4 has no Column.expr(): its rendering
+            return str(jc.expr().sql())
+    text = str(condition)
+    if text.startswith("Column<'") and text.endswith("'>"):
+        return text[len("Column<'") : -2]
+    return text
+
+
+def _resolved_sql(condition: Any, frame: Any) -> str | None:
+    """Catalyst's SQL of ``condition`` analysed over ``frame`` (classic sessions only)."""
+    if frame is None or getattr(frame, "_jdf", None) is None:
+        return None
+    with contextlib.suppress(Exception):  # unresolvable over frame: the caller falls back
+        analyzed = frame.where(condition)._jdf.queryExecution().analyzed()
+        return str(analyzed.condition().sql())
+    return None
+
+
+def is_true(column: Any) -> Any:
+    """``column <=> true``: NULL counts as not matching."""
+    return F.coalesce(column, F.lit(False))
 
 
 def partition_matcher(spark: Any, condition: Any) -> PartitionMatcher:
@@ -37,8 +85,6 @@ def partition_matcher(spark: Any, condition: Any) -> PartitionMatcher:
 def partition_mask(spark: Any, partitions: pa.Table, condition: Any) -> pa.Array:
     """For each row of ``partitions`` (typed partition values, logical names), whether
     ``condition`` is TRUE for it, as Spark evaluates it. Distinct rows are evaluated once."""
-    from pyspark.sql import functions as F
-
     if partitions.num_rows == 0:
         return pa.array([], pa.bool_())
     distinct, inverse = _distinct_rows(partitions)

@@ -7,16 +7,22 @@ does. A name that is not there is not Delta's, and the statement goes to Spark.
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from typing import Any
+
+import sqlglot
 
 from deltalog import errors
 from deltalog.catalog import DEFAULT_DATABASE, Catalog, TableEntry, not_found
 from deltalog.spark.session import conf_get
-from deltalog.sql.statements import DIALECT, TableRef, _Reader
+from deltalog.sql.tokens import DIALECT, TableRef, TokenReader
 
 WAREHOUSE_KEY = "spark.sql.warehouse.dir"
 _SESSION_CATALOG = "spark_catalog"
+
+# The temporary views over Delta reads that deltalog's SQL creates (hidden from the catalog API).
+VIEW_PREFIX = "__deltalog_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +67,8 @@ def split_name(spark: Any, name: tuple[str, ...]) -> tuple[str, str]:
 
 def parse_identifier(text: str) -> TableRef:
     """A table identifier as text (``db.t``, ```t```, ``delta.`/p```) as a :class:`TableRef`."""
-    import sqlglot
-
     tokens = sqlglot.tokenize(text, read=DIALECT)
-    reader = _Reader(text, tokens, 0)
+    reader = TokenReader(text, tokens, 0)
     ref = reader.table()
     reader.end()
     return ref
@@ -116,3 +120,8 @@ def register(spark: Any, target: Target, *, replace: bool = False) -> None:
     """Record a created table's name (nothing for path tables)."""
     if target.entry is not None:
         catalog(spark).register(target.entry, replace=replace)
+
+
+def like(name: str, pattern: str) -> bool:
+    """Spark's table pattern: ``*`` any characters, ``|`` alternatives, case-insensitive."""
+    return any(fnmatch.fnmatch(name.lower(), p.strip().lower()) for p in pattern.split("|"))

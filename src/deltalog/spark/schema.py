@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pyspark
 from pyspark.sql import types as T
 
 from deltalog import errors
@@ -20,8 +21,6 @@ def to_spark_schema(schema: StructType) -> T.StructType:
     try:
         return T.StructType.fromJson(json.loads(schema.to_json()))
     except ValueError as e:  # PySparkValueError: CANNOT_PARSE_DATATYPE
-        import pyspark
-
         raise errors.UnsupportedFeatureError(
             "DELTA_UNSUPPORTED_TYPE_FOR_SPARK",
             f"PySpark {pyspark.__version__} cannot represent a column type of this table ({e}).",

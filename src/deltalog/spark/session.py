@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import importlib
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
+from pyspark.sql import SparkSession
 
 from deltalog import errors
-
-if TYPE_CHECKING:
-    from deltalog.log.checkpoint_options import CheckpointOptions
+from deltalog.log.checkpoint_options import CheckpointOptions
 from deltalog.timestamps import time_zone
 
 # Spark lists every explicit input path in a job of its own above this many paths; the log and
@@ -38,6 +38,7 @@ def to_arrow(df: Any) -> pa.Table:
     batches = df._collect_as_arrow()  # PySpark 3.5 classic
     if batches:
         return pa.Table.from_batches(batches)
+    # PySpark 3.5's path only (4.x has toArrow).
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(df.schema).empty_table()  # no rows: still the columns
@@ -47,9 +48,6 @@ def pyspark_classes(name: str, classic: str | tuple[str, ...], connect: str) -> 
     """PySpark's class ``name``: from the first module of ``classic`` that exists, and from
     Connect's ``connect`` module when Connect's client dependencies are installed (the bridge
     wraps both)."""
-    import contextlib
-    import importlib
-
     classes: list[type] = []
     for module in (classic,) if isinstance(classic, str) else classic:
         try:
@@ -92,8 +90,6 @@ def checkpoint_options(spark: Any) -> CheckpointOptions | None:
     """The session's checkpoint layout settings (``None`` when none is set): the reference's
     ``spark.databricks.delta.checkpoint.partSize`` and
     ``spark.databricks.delta.checkpointV2.topLevelFileFormat``."""
-    from deltalog.log.checkpoint_options import CheckpointOptions
-
     part_size = conf_get(spark, "spark.databricks.delta.checkpoint.partSize", "")
     top_level = conf_get(spark, "spark.databricks.delta.checkpointV2.topLevelFileFormat", "")
     if not part_size and not top_level:
@@ -138,8 +134,6 @@ def get_or_create_session(master: str | None = None) -> Any:
     ``SPARK_REMOTE`` (e.g. ``sc://host:15002`` or ``local[2]``) selects Spark Connect. Executors
     run this interpreter, so they import the same deltalog.
     """
-    from pyspark.sql import SparkSession
-
     active = SparkSession.getActiveSession()
     if active is not None:
         ensure_worker_python(active)

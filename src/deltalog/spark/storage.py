@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Mapping
 from typing import Any
 
 from deltalog.storage import StorageOptions, is_remote, register
@@ -92,30 +91,3 @@ def note_path(path: str, what: str, jvm: bool) -> None:
             what,
             path,
         )
-
-
-def read_through_seam(spark: Any, table_root: str, version: int) -> Any:
-    """The rows of ``table_root`` at ``version`` read by the ``deltalog`` Python data source,
-    whose workers fetch the files through the storage seam with this bucket's options."""
-    return load_through_seam(spark, table_root, {"versionAsOf": str(version)})
-
-
-def changes_through_seam(spark: Any, table_root: str, start: int, end: int) -> Any:
-    """The change feed of versions ``start`` to ``end`` (both included) read by the
-    ``deltalog`` Python data source through the storage seam."""
-    options = {"readChangeFeed": "true", "startingVersion": str(start), "endingVersion": str(end)}
-    return load_through_seam(spark, table_root, options)
-
-
-def load_through_seam(spark: Any, table_root: str, options: Mapping[str, str]) -> Any:
-    """A load of the ``deltalog`` Python data source with ``options`` and this bucket's
-    storage options (its planner runs in a Python worker of its own, which sees only the
-    load's options; Spark's plans do not show them)."""
-    from deltalog.spark.read.source import DeltalogDataSource
-
-    spark.dataSource.register(DeltalogDataSource)
-    reader = spark.read.format("deltalog").options(**options)
-    for key, value in registered(table_root).items:
-        reader = reader.option(key, value)
-    note_path(table_root, "read", jvm=False)
-    return reader.load(table_root)

@@ -11,7 +11,8 @@ import pyarrow.compute as pc
 import deltalog
 from deltalog import DeltaLog
 from deltalog.spark.commands import file_codes
-from deltalog.spark.read.scan import FILE, ROW, file_keys, scan_dataframe
+from deltalog.spark.read.common import FILE, ROW, file_keys
+from deltalog.spark.read.scan import scan_dataframe
 
 
 def test_codes_are_sparks_crc32(spark: Any) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import deltalog
-from deltalog.spark.patches.dataframe_io import load_with_python_source
 from deltalog.spark.read.changes import scan_tasks
+from deltalog.spark.read.load import load_with_python_source
 from deltalog.spark.session import to_arrow
 from deltalog.table_properties import parse_byte_size
 from deltalog.tables import read_changes

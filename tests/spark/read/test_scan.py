@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from deltalog import DeltaLog, errors
-from deltalog.spark.patches.dataframe_io import load_with_python_source
+from deltalog.spark.read.load import load_with_python_source
 from deltalog.spark.read.scan import read_snapshot, spark_file_uri
 from deltalog.spark.session import to_arrow
 from deltalog.tables import DeltaTable, read_table
@@ -488,8 +488,8 @@ def test_directory_index_is_checked_against_every_file(spark: Any, tmp_path: Pat
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from deltalog.spark.read.common import read_parquet_files
     from deltalog.spark.read.listed import _lists_exactly
-    from deltalog.spark.read.scan import read_parquet_files
 
     directory = tmp_path / "d"
     directory.mkdir()

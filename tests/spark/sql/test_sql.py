@@ -20,7 +20,7 @@ import pytest
 import deltalog
 from deltalog import errors
 from deltalog.spark import names
-from deltalog.spark.api.delta_table import DETAIL_SCHEMA, HISTORY_SCHEMA
+from deltalog.spark.api.describe import DETAIL_SCHEMA, HISTORY_SCHEMA
 from deltalog.tables import DeltaTable
 from tests.conformance.rows import oracle_rows
 

@@ -1,2 +1,4 @@
-"""delta-spark's Python API: ``DeltaTable`` and its builders (``delta_table``), their argument
-checks (``arguments``) and ``configure_spark_with_delta_pip`` (``configure``)."""
+"""delta-spark's Python API: ``DeltaTable`` and its table builder (``delta_table``, the columns
+in ``columns``, history and detail rows in ``describe``), ``DeltaMergeBuilder``
+(``merge_builder``), their argument checks (``arguments``) and
+``configure_spark_with_delta_pip`` (``configure``)."""

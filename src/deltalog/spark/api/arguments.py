@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pyspark.errors.exceptions.base import UnsupportedOperationException
+from pyspark.sql import Column
+
 
 def _is_column(value: Any) -> bool:
-    from pyspark.sql import Column
-
     return isinstance(value, Column)
 
 
@@ -73,8 +74,6 @@ def column_names(cols: tuple[Any, ...], what: str) -> list[str]:
 
 def identity_type(data_type: Any, column: str) -> None:
     """An identity column must be BIGINT (delta-spark raises UnsupportedOperationException)."""
-    from pyspark.errors.exceptions.base import UnsupportedOperationException
-
     if data_type != "long":
         raise UnsupportedOperationException(
             f"[DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE] DataType {data_type} is not "

@@ -13,6 +13,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from deltalog import register
+
 # Settings that name delta-spark's JVM classes or packages.
 _DELTA_JVM = ("io.delta.", "org.apache.spark.sql.delta.")
 
@@ -35,7 +37,6 @@ def configure_spark_with_delta_pip(
     @functools.wraps(original)
     def get_or_create() -> Any:
         _drop_delta_jvm_settings(builder)
-        from deltalog import register
 
         session = original()
         register(session)

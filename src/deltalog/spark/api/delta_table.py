@@ -2,21 +2,35 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame as ClassicFrame
 from pyspark.sql import types as T
 
 from deltalog import errors
+from deltalog.catalog import already_exists, not_found
+from deltalog.commands.clone import clone
+from deltalog.commands.ddl.create_table import TableSpec, create_table
+from deltalog.commands.ddl.drop_feature import drop_feature_support
+from deltalog.commands.ddl.protocol_change import add_feature_support, upgrade_table_protocol
+from deltalog.commands.manifest import generate
 from deltalog.delta_log import DeltaLog
-from deltalog.paths import location_uri
 from deltalog.schema import parse_schema
 from deltalog.snapshot import Snapshot
 from deltalog.spark import captured
-from deltalog.spark.api import arguments
+from deltalog.spark.api import arguments, describe
+from deltalog.spark.api.arguments import verify
+from deltalog.spark.api.columns import IdentityGenerator, column_json
+from deltalog.spark.api.merge_builder import DeltaMergeBuilder
+from deltalog.spark.commands.dml import delete, update
+from deltalog.spark.commands.manage import convert, timestamp_ms
+from deltalog.spark.commands.optimize import DeltaOptimizeBuilder
+from deltalog.spark.commands.vacuum import restore, vacuum
+from deltalog.spark.patches import pushdown
+from deltalog.spark.read.changes import read_changes as read
 from deltalog.spark.read.scan import read_snapshot
 from deltalog.spark.session import checkpoint_options, session_time_zone
 from deltalog.spark.storage import register_session
@@ -24,56 +38,11 @@ from deltalog.storage.options import from_spark_conf
 from deltalog.timestamps import parse_timestamp
 
 if TYPE_CHECKING:
-    from deltalog.spark.commands.merge import DeltaMergeBuilder
+    from deltalog.spark.api.merge_builder import DeltaMergeBuilder
     from deltalog.spark.commands.optimize import DeltaOptimizeBuilder
 
-HISTORY_SCHEMA = T.StructType(
-    [
-        T.StructField("version", T.LongType()),
-        T.StructField("timestamp", T.TimestampType()),
-        T.StructField("userId", T.StringType()),
-        T.StructField("userName", T.StringType()),
-        T.StructField("operation", T.StringType()),
-        T.StructField("operationParameters", T.MapType(T.StringType(), T.StringType())),
-        T.StructField(
-            "job",
-            T.StructType(
-                [
-                    T.StructField(n, T.StringType())
-                    for n in ("jobId", "jobName", "jobRunId", "runId", "jobOwnerId", "triggerType")
-                ]
-            ),
-        ),
-        T.StructField("notebook", T.StructType([T.StructField("notebookId", T.StringType())])),
-        T.StructField("clusterId", T.StringType()),
-        T.StructField("readVersion", T.LongType()),
-        T.StructField("isolationLevel", T.StringType()),
-        T.StructField("isBlindAppend", T.BooleanType()),
-        T.StructField("operationMetrics", T.MapType(T.StringType(), T.StringType())),
-        T.StructField("userMetadata", T.StringType()),
-        T.StructField("engineInfo", T.StringType()),
-    ]
-)
-
-DETAIL_SCHEMA = T.StructType(
-    [
-        T.StructField("format", T.StringType()),
-        T.StructField("id", T.StringType()),
-        T.StructField("name", T.StringType()),
-        T.StructField("description", T.StringType()),
-        T.StructField("location", T.StringType()),
-        T.StructField("createdAt", T.TimestampType()),
-        T.StructField("lastModified", T.TimestampType()),
-        T.StructField("partitionColumns", T.ArrayType(T.StringType())),
-        T.StructField("clusteringColumns", T.ArrayType(T.StringType())),
-        T.StructField("numFiles", T.LongType()),
-        T.StructField("sizeInBytes", T.LongType()),
-        T.StructField("properties", T.MapType(T.StringType(), T.StringType())),
-        T.StructField("minReaderVersion", T.IntegerType()),
-        T.StructField("minWriterVersion", T.IntegerType()),
-        T.StructField("tableFeatures", T.ArrayType(T.StringType())),
-    ]
-)
+# deltalog.tables, the public face, re-exports these.
+__all__ = ["DeltaTable", "DeltaTableBuilder", "IdentityGenerator", "read_changes", "read_table"]
 
 
 @captured.surfaces_all
@@ -112,7 +81,7 @@ class DeltaTable:
         Raises:
             TableNotFoundError: ``TABLE_OR_VIEW_NOT_FOUND`` for a name deltalog does not hold.
         """
-        from deltalog.catalog import not_found
+        # Table names need sqlglot (the spark extra), which paths do not: import on use.
         from deltalog.spark.names import resolve_identifier
 
         target = resolve_identifier(sparkSession, tableOrViewName)
@@ -152,6 +121,7 @@ class DeltaTable:
 
     def toDF(self) -> DataFrame:
         """The current snapshot's rows."""
+        pushdown.install()  # filters on the read skip files
         df = read_snapshot(self._spark, self._log.update(), self._log.store)
         return df.alias(self._alias) if self._alias else df
 
@@ -168,23 +138,15 @@ class DeltaTable:
         ``dryRun`` returns the files it would delete (``path``), ``lite`` reads candidates
         from the log instead of listing. A retention below the table's needs
         ``spark.databricks.delta.retentionDurationCheck.enabled=false``."""
-        from deltalog.spark.commands.vacuum import vacuum
-
         return vacuum(self._spark, self._log, retentionHours, dry_run=dryRun, lite=lite or None)
 
     def restoreToVersion(self, version: int) -> DataFrame:
         """Make ``version`` the current state (a new commit); delta-spark's metrics row."""
-        from deltalog.spark.api.arguments import verify
-        from deltalog.spark.commands.vacuum import restore
-
         verify(version, int, "version")
         return restore(self._spark, self._log, version, None)
 
     def restoreToTimestamp(self, timestamp: str) -> DataFrame:
         """Restore the version current at ``timestamp`` (session time zone when it has none)."""
-        from deltalog.spark.api.arguments import verify
-        from deltalog.spark.commands.vacuum import restore
-
         verify(timestamp, str, "timestamp")
         return restore(self._spark, self._log, None, timestamp)
 
@@ -199,8 +161,6 @@ class DeltaTable:
     ) -> DeltaTable:
         """Convert the parquet directory ``parquet.`/path` `` in place (partition columns from
         ``partitionSchema``, DDL text or StructType); a Delta table already there is kept."""
-        from deltalog.spark.commands.manage import convert
-
         return cls.forPath(sparkSession, convert(sparkSession, identifier, partitionSchema))
 
     def clone(
@@ -234,8 +194,6 @@ class DeltaTable:
         properties: dict[str, str] | None = None,
     ) -> DeltaTable:
         """:meth:`clone` of the version current at ``timestamp`` (session time zone)."""
-        from deltalog.spark.commands.manage import timestamp_ms
-
         ms = timestamp_ms(self._spark, timestamp)
         return self._clone(target, isShallow, replace, properties, timestamp=ms)
 
@@ -249,8 +207,6 @@ class DeltaTable:
         version: int | None = None,
         timestamp: int | None = None,
     ) -> DeltaTable:
-        from deltalog.commands.clone import clone
-
         clone(
             self._log.table_root,
             target,
@@ -264,14 +220,10 @@ class DeltaTable:
 
     def generate(self, mode: str) -> None:
         """Write manifests; ``symlink_format_manifest`` is the only mode."""
-        from deltalog.commands.manifest import generate
-
         generate(self._log.table_root, mode)
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
         """Raise the protocol versions (lower ones are ignored, as in delta-spark)."""
-        from deltalog.commands.ddl.protocol_change import upgrade_table_protocol
-
         for value, name in ((readerVersion, "readerVersion"), (writerVersion, "writerVersion")):
             if type(value) is not int:
                 raise ValueError(f"The {name} needs to be an integer but got '{type(value)}'.")
@@ -280,9 +232,6 @@ class DeltaTable:
 
     def addFeatureSupport(self, featureName: str) -> None:
         """Add a table feature (and the features it depends on) to the protocol."""
-        from deltalog.commands.ddl.protocol_change import add_feature_support
-        from deltalog.spark.api.arguments import verify
-
         verify(featureName, str, "featureName")
         add_feature_support(self._log.table_root, featureName)
         self._log.update()
@@ -290,9 +239,6 @@ class DeltaTable:
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
         """Drop a table feature from the protocol; see
         :func:`deltalog.commands.ddl.drop_feature.drop_feature_support` for what is supported."""
-        from deltalog.commands.ddl.drop_feature import drop_feature_support
-        from deltalog.spark.api.arguments import verify
-
         verify(featureName, str, "featureName")
         if truncateHistory is not None:
             verify(truncateHistory, bool, "truncateHistory")
@@ -304,8 +250,6 @@ class DeltaTable:
     def delete(self, condition: str | Column | None = None) -> None:
         """Delete the rows for which ``condition`` (SQL text or Column) is true; every row
         when it is ``None``."""
-        from deltalog.spark.commands.dml import delete
-
         delete(self._spark, self._log, condition)
 
     def update(
@@ -315,9 +259,6 @@ class DeltaTable:
     ) -> None:
         """Set columns (``set``: column name → SQL text or Column) on the rows for which
         ``condition`` is true (every row when it is ``None``)."""
-        from deltalog.spark.api import arguments
-        from deltalog.spark.commands.dml import update
-
         assignments = arguments.column_mapping(set, "'set'")
         arguments.condition(condition)
         if not assignments:
@@ -333,11 +274,6 @@ class DeltaTable:
     def merge(self, source: DataFrame, condition: str | Column) -> DeltaMergeBuilder:
         """A MERGE of ``source`` into this table on ``condition``; add clauses to the
         returned builder, then ``execute()``."""
-        from pyspark.sql import DataFrame as ClassicFrame
-
-        from deltalog.spark.api import arguments
-        from deltalog.spark.commands.merge import DeltaMergeBuilder
-
         if source is None:
             raise ValueError("'source' in merge cannot be None")
         if not isinstance(source, ClassicFrame) and not hasattr(source, "sparkSession"):
@@ -352,65 +288,15 @@ class DeltaTable:
     def optimize(self) -> DeltaOptimizeBuilder:
         """An OPTIMIZE of this table: add partition filters with ``where``, then
         ``executeCompaction()`` or ``executeZOrderBy(cols)``."""
-        from deltalog.spark.commands.optimize import DeltaOptimizeBuilder
-
         return DeltaOptimizeBuilder(self._spark, self._log)
 
     def history(self, limit: int | None = None) -> DataFrame:
         """Commits newest first, with delta-spark's columns."""
-        rows = []
-        for record in self._log.history(limit):
-            info = record.commit_info
-            ci = info.to_dict() if info is not None else {}
-            params = ci.get("operationParameters")
-            rows.append(
-                (
-                    record.version,
-                    _utc(record.timestamp),
-                    ci.get("userId"),
-                    ci.get("userName"),
-                    ci.get("operation"),
-                    None if params is None else {k: _text(v) for k, v in params.items()},
-                    _struct(ci.get("job"), HISTORY_SCHEMA["job"].dataType),
-                    _struct(ci.get("notebook"), HISTORY_SCHEMA["notebook"].dataType),
-                    ci.get("clusterId"),
-                    ci.get("readVersion"),
-                    ci.get("isolationLevel"),
-                    ci.get("isBlindAppend"),
-                    ci.get("operationMetrics"),
-                    ci.get("userMetadata"),
-                    ci.get("engineInfo"),
-                )
-            )
-        return self._spark.createDataFrame(rows, HISTORY_SCHEMA)
+        return describe.history(self._spark, self._log, limit)
 
     def detail(self) -> DataFrame:
         """One row describing the current version, with delta-spark's columns."""
-        from deltalog.commands.optimize.plan import clustering_columns
-        from deltalog.features import reader_features, writer_features
-
-        s = self._log.update()
-        md, proto = s.metadata, s.protocol
-        # delta-spark's implicitlyAndExplicitlySupportedFeatures: legacy versions imply theirs.
-        features = sorted(reader_features(proto) | writer_features(proto))
-        row: tuple[Any, ...] = (
-            "delta",
-            md.id,
-            md.name,
-            md.description,
-            location_uri(s.table_root),
-            None if md.created_time is None else _utc(md.created_time),
-            _utc(s.timestamp),
-            list(md.partition_columns),
-            list(clustering_columns(s)),
-            s.num_of_files,
-            s.size_in_bytes,
-            dict(md.configuration),
-            proto.min_reader_version,
-            proto.min_writer_version,
-            features,
-        )
-        return self._spark.createDataFrame([row], DETAIL_SCHEMA)
+        return describe.detail(self._spark, self._log)
 
 
 def _names_delta_table(spark: SparkSession, identifier: str) -> bool:
@@ -455,25 +341,8 @@ def read_table(
         snapshot = log.get_snapshot_at_timestamp(ms)
     else:
         snapshot = log.update()
+    pushdown.install()  # filters on the read skip files
     return read_snapshot(spark, snapshot, log.store, where)
-
-
-def _utc(ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
-
-
-def _text(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    import json
-
-    return json.dumps(value)
-
-
-def _struct(value: dict[str, Any] | None, struct: Any) -> tuple[Any, ...] | None:
-    if value is None:
-        return None
-    return tuple(value.get(f.name) for f in struct.fields)
 
 
 def read_changes(
@@ -495,8 +364,6 @@ def read_changes(
     Raises:
         DeltaError: the typed errors of the change feed's version resolution and planning.
     """
-    from deltalog.spark.read.changes import read_changes as read
-
     options = {
         "startingVersion": starting_version,
         "startingTimestamp": starting_timestamp,
@@ -506,39 +373,6 @@ def read_changes(
     given = {k: str(v) for k, v in options.items() if v is not None}
     register_session(spark, path)
     return read(spark, DeltaLog.for_table(path), given)
-
-
-class IdentityGenerator:
-    """An identity column's start and step (delta-spark's ``IdentityGenerator``)."""
-
-    def __init__(self, start: int = 1, step: int = 1) -> None:
-        if step == 0:
-            raise errors.invalid_argument("an identity column's step cannot be 0")
-        self.start = start
-        self.step = step
-
-
-_SQL_TYPES = {
-    "int": "integer",
-    "integer": "integer",
-    "bigint": "long",
-    "long": "long",
-    "smallint": "short",
-    "short": "short",
-    "tinyint": "byte",
-    "byte": "byte",
-    "string": "string",
-    "boolean": "boolean",
-    "bool": "boolean",
-    "double": "double",
-    "float": "float",
-    "real": "float",
-    "date": "date",
-    "timestamp": "timestamp",
-    "timestamp_ltz": "timestamp",
-    "timestamp_ntz": "timestamp_ntz",
-    "binary": "binary",
-}
 
 
 @captured.surfaces_all
@@ -600,39 +434,16 @@ class DeltaTableBuilder:
     ) -> DeltaTableBuilder:
         """Add a column; ``generatedAlwaysAs`` is a SQL expression (a generated column) or an
         :class:`IdentityGenerator`; ``generatedByDefaultAs`` an identity that accepts values."""
-        arguments.of_type(colName, str, "colName")
-        arguments.of_type(dataType, (str, T.DataType), "dataType")
-        arguments.of_type(nullable, bool, "nullable")
-        if generatedAlwaysAs is not None:
-            arguments.of_type(generatedAlwaysAs, (str, IdentityGenerator), "generatedAlwaysAs")
-        if generatedByDefaultAs is not None:
-            arguments.of_type(generatedByDefaultAs, IdentityGenerator, "generatedByDefaultAs")
-        if comment is not None:
-            arguments.of_type(comment, str, "comment")
-        metadata: dict[str, Any] = {}
-        if comment is not None:
-            metadata["comment"] = comment
-        if isinstance(generatedAlwaysAs, str):
-            metadata["delta.generationExpression"] = generatedAlwaysAs
-        identity = generatedAlwaysAs if isinstance(generatedAlwaysAs, IdentityGenerator) else None
-        if generatedAlwaysAs is not None and generatedByDefaultAs is not None:
-            raise errors.invalid_argument(
-                f"column {colName}: generatedAlwaysAs and generatedByDefaultAs exclude each other"
-            )
-        identity = identity or generatedByDefaultAs
-        type_json = self._type_json(dataType)
-        if identity is not None:
-            arguments.identity_type(type_json, colName)
-            metadata["delta.identity.start"] = identity.start
-            metadata["delta.identity.step"] = identity.step
-            metadata["delta.identity.allowExplicitInsert"] = generatedByDefaultAs is not None
         self._fields.append(
-            {
-                "name": colName,
-                "type": type_json,
-                "nullable": bool(nullable),
-                "metadata": metadata,
-            }
+            column_json(
+                self._spark,
+                colName,
+                dataType,
+                nullable,
+                generatedAlwaysAs,
+                generatedByDefaultAs,
+                comment,
+            )
         )
         return self
 
@@ -651,8 +462,6 @@ class DeltaTableBuilder:
             InvalidArgumentError: no location, or no columns for a new table.
             DeltaWriteError: see :func:`deltalog.commands.ddl.create_table.create_table`.
         """
-        from deltalog.commands.ddl.create_table import TableSpec, create_table
-
         target = self._named_target()
         if target is not None:
             self._location = target.path
@@ -675,6 +484,7 @@ class DeltaTableBuilder:
         if self._fields or self._kind != "create_if_not_exists":
             create_table(self._location, self._kind, spec)
         if target is not None and target.entry is not None:
+            # Table names need sqlglot (the spark extra), which paths do not: import on use.
             from deltalog.spark.names import catalog
 
             catalog(self._spark).register(target.entry, replace=True)
@@ -685,7 +495,7 @@ class DeltaTableBuilder:
         (external) or the warehouse (managed); ``None`` without a name."""
         if self._name is None:
             return None
-        from deltalog.catalog import already_exists, not_found
+        # Table names need sqlglot (the spark extra), which paths do not: import on use.
         from deltalog.spark.names import Target, new_target, parse_identifier, resolve, split_name
 
         ref = parse_identifier(self._name)
@@ -700,15 +510,6 @@ class DeltaTableBuilder:
             database, table = split_name(self._spark, ref.name)
             raise not_found(f"`{database}`.`{table}`")
         return new_target(self._spark, ref, self._location)[0]
-
-    def _type_json(self, data_type: str | T.DataType) -> Any:
-        if isinstance(data_type, T.DataType):
-            return json.loads(data_type.json())
-        simple = _SQL_TYPES.get(data_type.strip().lower())
-        if simple is not None:
-            return simple
-        parsed = self._spark.sql(f"SELECT CAST(NULL AS {data_type}) AS c").schema[0].dataType
-        return json.loads(parsed.json())
 
 
 def _builder(spark: SparkSession | None, kind: str) -> DeltaTableBuilder:

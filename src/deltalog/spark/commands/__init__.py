@@ -1,3 +1,4 @@
-"""Commands spread over Spark: DELETE and UPDATE (``dml``), MERGE (``merge``), OPTIMIZE,
-VACUUM (``vacuum``, ``vacuum_jobs``), RESTORE, CLONE and CONVERT (``manage``,
-``convert_footers``); the plans and commits are the core's (:mod:`deltalog.commands`)."""
+"""Commands spread over Spark: DELETE and UPDATE (``dml``), MERGE (``merge``, its clauses in
+``merge_clauses``, its source in ``merge_source``), OPTIMIZE, VACUUM (``vacuum``,
+``vacuum_jobs``), RESTORE, CLONE and CONVERT (``manage``, ``convert_footers``); the plans and
+commits are the core's (:mod:`deltalog.commands`)."""

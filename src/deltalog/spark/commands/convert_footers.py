@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from deltalog.commands.convert import FooterReader, read_footer, read_footers
 from deltalog.errors import manage as manage_errors
-from deltalog.spark.read.scan import arrow_to_df
+from deltalog.spark.read.common import arrow_to_df
 from deltalog.spark.session import conf_get, to_arrow
 from deltalog.spark.storage import register_session
 from deltalog.storage import StorageOptions, store_for

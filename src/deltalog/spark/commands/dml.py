@@ -19,7 +19,6 @@ A row is deleted or updated where the condition is TRUE; NULL keeps it as it is.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import functions as F
 
 from deltalog import errors
 from deltalog.actions import Action
@@ -44,10 +44,14 @@ from deltalog.commands.write.write_into_delta import dml_plan
 from deltalog.scan.predicate import Predicate, parse_predicate
 from deltalog.scan.row_filter import is_partition_only, partition_matches
 from deltalog.spark.commands.file_codes import row_indexes
-from deltalog.spark.read.scan import FILE, file_keys, scan_dataframe
+from deltalog.spark.conditions import condition_column, condition_sql, is_true
+from deltalog.spark.read.common import FILE, file_keys
+from deltalog.spark.read.scan import scan_dataframe
+from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import to_arrow
 from deltalog.spark.write.batch import write_change_rows, write_rows
 from deltalog.txn import operations
+from deltalog.write.deletion_vectors import DeletionVectorWriter
 
 if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
@@ -62,52 +66,9 @@ IDENTITY_ALLOW_EXPLICIT = "delta.identity.allowExplicitInsert"
 # -- conditions ----------------------------------------------------------------------------------
 
 
-def condition_column(condition: Any) -> Any:
-    """A SQL string or a Column as a Column."""
-    from pyspark.sql import functions as F
-
-    return F.expr(condition) if isinstance(condition, str) else condition
-
-
-def condition_sql(condition: Any, frame: Any = None) -> str:
-    """The condition's SQL text for ``commitInfo``: the text given, or a Column's SQL.
-
-    With ``frame`` (a DataFrame the condition resolves against) on a classic session, the text
-    is Catalyst's SQL of the resolved condition, what delta-spark records. Otherwise it is the
-    unresolved expression's SQL (PySpark 3.5) or the Column's rendering (Connect; PySpark 4's
-    classic Columns render as function calls). A Column's ``str()`` on 3.5 drops string
-    literals' quotes (``p = a``), so it is the last resort.
-    """
-    if isinstance(condition, str):
-        return condition
-    resolved = _resolved_sql(condition, frame)
-    if resolved is not None:
-        return resolved
-    jc = getattr(condition, "_jc", None)
-    if jc is not None:
-        with contextlib.suppress(Exception):  # PySpark 4 has no Column.expr(): its rendering
-            return str(jc.expr().sql())
-    text = str(condition)
-    if text.startswith("Column<'") and text.endswith("'>"):
-        return text[len("Column<'") : -2]
-    return text
-
-
-def _resolved_sql(condition: Any, frame: Any) -> str | None:
-    """Catalyst's SQL of ``condition`` analysed over ``frame`` (classic sessions only)."""
-    if frame is None or getattr(frame, "_jdf", None) is None:
-        return None
-    with contextlib.suppress(Exception):  # unresolvable over frame: the caller falls back
-        analyzed = frame.where(condition)._jdf.queryExecution().analyzed()
-        return str(analyzed.condition().sql())
-    return None
-
-
 def schema_frame(spark: Any, snapshot: Snapshot) -> Any:
     """An empty DataFrame with the table's columns, to resolve conditions against (classic
     sessions; no job runs)."""
-    from deltalog.spark.schema import to_spark_schema
-
     if getattr(spark, "_jsparkSession", None) is None:
         return None
     return spark.createDataFrame([], to_spark_schema(snapshot.schema))
@@ -122,13 +83,6 @@ def pruning_predicate(condition: Any) -> Predicate | None:
         return parse_predicate(condition)
     except ValueError:
         return None
-
-
-def is_true(column: Any) -> Any:
-    """``column <=> true``: NULL counts as not matching."""
-    from pyspark.sql import functions as F
-
-    return F.coalesce(column, F.lit(False))
 
 
 # -- the shared skeleton -------------------------------------------------------------------------
@@ -159,8 +113,6 @@ def find_touched(
     """Scan ``files`` and keep those with a row where ``hit`` holds; ``with_rows`` collects
     the matching rows' indexes too (for deletion vectors). ``matches``: those rows already
     selected from :func:`scan_dataframe` with row ids (a frame the caller persisted)."""
-    from pyspark.sql import functions as F
-
     snapshot = _snapshot(txn)
     if matches is None:
         matches = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True).where(hit)
@@ -185,8 +137,6 @@ def find_touched(
 
 def mark_rows_deleted(txn: Transaction, touched: Touched, changes: FileChanges) -> None:
     """Deletion vectors for ``touched``'s rows, one vector file for the command."""
-    from deltalog.write.deletion_vectors import DeletionVectorWriter
-
     assert touched.row_indexes is not None
     snapshot = _snapshot(txn)
     store, root, now = txn.log.store, snapshot.table_root, now_ms()
@@ -302,8 +252,6 @@ def _rewrite_without(
     changes: FileChanges,
 ) -> int:
     """Copy-on-write: rewrite the touched files without the rows ``hit`` holds for."""
-    from pyspark.sql import functions as F
-
     if not touched.files.num_rows:
         return 0
     snapshot = _snapshot(txn)
@@ -341,7 +289,6 @@ def update(spark: Any, log: DeltaLog, condition: Any, assignments: Mapping[str, 
     operation = operations.update(
         None if condition is None else condition_sql(condition, schema_frame(spark, snapshot))
     )
-    from pyspark.sql import functions as F
 
     hit = F.lit(True) if condition is None else is_true(condition_column(condition))
     files = txn.filter_files(predicate)
@@ -461,10 +408,6 @@ def updated_columns(df: Any, snapshot: Snapshot, targets: Mapping[str, Any], hit
     """The table's columns where ``hit`` holds replaced by their assigned values (cast to the
     column's type); generated columns no assignment sets are left out, so the writer computes
     them from the new values. Their names are :func:`_value_names`."""
-    from pyspark.sql import functions as F
-
-    from deltalog.spark.schema import to_spark_schema
-
     types = {f.name: f.dataType for f in to_spark_schema(snapshot.schema).fields}
     out = []
     for name in _value_names(snapshot, targets):
@@ -488,8 +431,6 @@ def _value_names(snapshot: Snapshot, targets: Mapping[str, Any]) -> list[str]:
 
 def _update_images(df: Any, snapshot: Snapshot, new_values: list[Any], hit: Any) -> Any:
     """``update_preimage`` and ``update_postimage`` rows of the updated rows."""
-    from pyspark.sql import functions as F
-
     names = snapshot.schema.names
     pre = df.where(hit).select(*[df[f"`{n}`"] for n in names], F.lit("update_preimage"))
     post = df.where(hit).select(*new_values)

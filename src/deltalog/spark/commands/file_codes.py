@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import functions as F
 
 from deltalog.commands.dml.file_changes import row_indexes_by_number
-from deltalog.spark.read.scan import FILE, ROW
+from deltalog.spark.read.common import FILE, ROW
 from deltalog.spark.session import to_arrow
 from deltalog.write.deletion_vectors import sorted_unique
 
@@ -64,8 +65,6 @@ def row_indexes(df: Any, keys: list[str]) -> dict[str, np.ndarray]:
 def _file_indexes(df: Any, keys: list[str], columns: list[str]) -> tuple[pa.Array, pa.Table] | None:
     """Each collected row's position in ``keys``, and the rows' ``columns``; ``None`` when
     the codes cannot tell the files apart (the caller collects paths)."""
-    from pyspark.sql import functions as F
-
     known = codes(keys)
     if known is None:
         return None
@@ -82,8 +81,6 @@ def _grouped_rows(df: Any, columns: list[str]) -> pa.Table:
     Rows are gathered per file in the executors (a list of structs per file), so each file's
     path crosses to the driver once instead of once per row.
     """
-    from pyspark.sql import functions as F
-
     grouped = to_arrow(
         df.groupBy(FILE).agg(F.collect_list(F.struct(*[df[c] for c in columns])).alias("rows"))
     )
@@ -102,8 +99,6 @@ def _grouped_row_indexes(df: Any) -> dict[str, np.ndarray]:
     Gathered per file in the executors, so each path crosses to the driver once and the
     driver only sorts each file's indexes (no sort of the whole set by path).
     """
-    from pyspark.sql import functions as F
-
     grouped = to_arrow(df.groupBy(FILE).agg(F.collect_list(df[ROW]).alias("rows")))
     lists = grouped.column("rows").combine_chunks()
     values = pc.list_flatten(lists).to_numpy().astype(np.uint64)

@@ -18,8 +18,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from deltalog import errors
+from deltalog.commands.convert import convert_to_delta
 from deltalog.errors import manage as manage_errors
 from deltalog.schema import StructType, parse_schema
+from deltalog.spark.commands.convert_footers import footer_reader
 from deltalog.spark.session import session_time_zone
 from deltalog.timestamps import parse_timestamp
 
@@ -58,9 +60,6 @@ def partition_schema(spark: SparkSession, schema: str | T.StructType | None) -> 
 
 def convert(spark: SparkSession, identifier: str, schema: str | T.StructType | None) -> str:
     """Run CONVERT TO DELTA; the table's path."""
-    from deltalog.commands.convert import convert_to_delta
-    from deltalog.spark.commands.convert_footers import footer_reader
-
     path = convert_identifier(identifier)
     convert_to_delta(
         path, partition_schema(spark, schema), footer_reader=footer_reader(spark, path)

@@ -1,10 +1,10 @@
-"""MERGE INTO spread over Spark (reference ``MergeIntoCommand``, ``DeltaMergeBuilder``).
+"""MERGE INTO spread over Spark (reference ``MergeIntoCommand``).
 
-``DeltaTable.merge(source, condition)`` returns a :class:`DeltaMergeBuilder`; its clauses act,
-per row, in the reference's order: a target row matched by a source row takes the first
-``whenMatched`` clause whose condition holds, an unmatched source row the first
-``whenNotMatched`` clause, an unmatched target row the first ``whenNotMatchedBySource`` clause;
-no clause → the row is left as it is (or not inserted).
+``DeltaTable.merge(source, condition)`` returns a
+:class:`~deltalog.spark.api.merge_builder.DeltaMergeBuilder`, whose ``execute`` runs a
+:class:`MergeCommand`. Its clauses act, per row, in the reference's order
+(:mod:`~deltalog.spark.commands.merge_clauses`); no clause → the row is left as it is (or not
+inserted).
 
 Execution:
 
@@ -22,28 +22,27 @@ Execution:
   file: it only appends.
 
 The source is materialized while the command runs (a local checkpoint on classic sessions),
-so its row ids hold between the two phases.
+so its row ids hold between the two phases (:mod:`~deltalog.spark.commands.merge_source`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
-import uuid
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.errors import PySparkException
+from pyspark.sql import functions as F
 
 from deltalog import errors
 from deltalog.commands.dml.file_changes import (
-    CHANGE_TYPE,
     ROW_BITS,
     DmlSettings,
     FileChanges,
+    group_row_indexes,
     live_records,
     physical_records,
     remove_files,
@@ -52,152 +51,41 @@ from deltalog.commands.write.write_into_delta import dml_plan, evolved_metadata
 from deltalog.scan.predicate import And, Comparison, In, IsNull, Predicate, parse_predicate
 from deltalog.schema import StructType, parse_schema
 from deltalog.snapshot import Snapshot
-from deltalog.spark import captured
 from deltalog.spark.commands.dml import (
     GENERATION_KEY,
     IDENTITY_START,
     NEW,
     Touched,
     _elapsed_ms,
-    condition_column,
-    condition_sql,
-    is_true,
     mark_rows_deleted,
     schema_frame,
     start,
 )
 from deltalog.spark.commands.file_codes import collect_rows
-from deltalog.spark.read.scan import FILE, ROW, arrow_to_df, file_keys, scan_dataframe
+from deltalog.spark.commands.merge_clauses import (
+    ACTION,
+    BY_SOURCE,
+    COPY,
+    MATCHED,
+    MATCHED_ACTION,
+    NOT_MATCHED,
+    SOURCE_ID,
+    SOURCE_PRESENT,
+    TARGET_PRESENT,
+    ClauseActions,
+    MergeSpec,
+    check_clauses,
+)
+from deltalog.spark.commands.merge_source import materialized
+from deltalog.spark.conditions import condition_column, condition_sql
+from deltalog.spark.read.common import FILE, ROW, arrow_to_df, file_keys
+from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.session import conf_get
 from deltalog.spark.write.batch import write_change_rows, write_rows
 from deltalog.txn import operations
-from deltalog.txn.operations import MergePredicate
 
-SOURCE_PRESENT, TARGET_PRESENT, ACTION, SOURCE_ID = (
-    "__deltalog_source",
-    "__deltalog_target",
-    "__deltalog_action",
-    "__deltalog_source_row",
-)
-MATCHED_ACTION = "__deltalog_matched_action"  # a matched source row's clause (phase 2)
 BROADCAST_ROWS = 2_000_000  # sources up to this many rows are sent whole to every task
-COPY = -1  # a matched pair no clause acts on (kept for the multiple-match check)
 AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
-MATCHED, NOT_MATCHED, BY_SOURCE = "matched", "notMatched", "notMatchedBySource"
-
-
-@dataclass(frozen=True, slots=True)
-class MergeClause:
-    """One WHEN clause.
-
-    Attributes:
-        kind: ``matched``, ``notMatched`` or ``notMatchedBySource``.
-        action: ``update``, ``delete`` or ``insert``.
-        condition: SQL text or Column, ``None`` for always.
-        assignments: target column → SQL text or Column; ``None`` for ``*`` (all columns).
-    """
-
-    kind: str
-    action: str
-    condition: Any = None
-    assignments: Mapping[str, Any] | None = None
-
-    def describe(self, frame: Any = None) -> MergePredicate:
-        """The clause for ``commitInfo``; ``frame`` resolves a Column condition."""
-        text = None if self.condition is None else condition_sql(self.condition, frame)
-        return MergePredicate(self.action, text)
-
-
-@dataclass(frozen=True)
-@captured.surfaces_all
-class DeltaMergeBuilder:
-    """delta-spark's ``DeltaMergeBuilder``: add clauses, then :meth:`execute`. Each method
-    returns a new builder."""
-
-    _table: Any  # deltalog.spark.api.delta_table.DeltaTable
-    _source: Any
-    _condition: Any
-    _clauses: tuple[MergeClause, ...] = ()
-    _evolve: bool = False
-
-    def _with(self, clause: MergeClause) -> DeltaMergeBuilder:
-        return replace(self, _clauses=(*self._clauses, clause))
-
-    def whenMatchedUpdate(
-        self, condition: Any = None, set: Mapping[str, Any] | None = None
-    ) -> DeltaMergeBuilder:
-        return self._with(
-            MergeClause(MATCHED, "update", condition, _required(set, "set", condition))
-        )
-
-    def whenMatchedUpdateAll(self, condition: Any = None) -> DeltaMergeBuilder:
-        return self._with(MergeClause(MATCHED, "update", _condition(condition), None))
-
-    def whenMatchedDelete(self, condition: Any = None) -> DeltaMergeBuilder:
-        return self._with(MergeClause(MATCHED, "delete", _condition(condition), {}))
-
-    def whenNotMatchedInsert(
-        self, condition: Any = None, values: Mapping[str, Any] | None = None
-    ) -> DeltaMergeBuilder:
-        return self._with(
-            MergeClause(NOT_MATCHED, "insert", condition, _required(values, "values", condition))
-        )
-
-    def whenNotMatchedInsertAll(self, condition: Any = None) -> DeltaMergeBuilder:
-        return self._with(MergeClause(NOT_MATCHED, "insert", _condition(condition), None))
-
-    def whenNotMatchedBySourceUpdate(
-        self, condition: Any = None, set: Mapping[str, Any] | None = None
-    ) -> DeltaMergeBuilder:
-        return self._with(
-            MergeClause(BY_SOURCE, "update", condition, _required(set, "set", condition))
-        )
-
-    def whenNotMatchedBySourceDelete(self, condition: Any = None) -> DeltaMergeBuilder:
-        return self._with(MergeClause(BY_SOURCE, "delete", _condition(condition), {}))
-
-    def withSchemaEvolution(self) -> DeltaMergeBuilder:
-        return replace(self, _evolve=True)
-
-    def execute(self) -> Any:
-        """Run the merge and commit it; returns delta-spark's one-row metrics DataFrame
-        (``num_affected_rows``, ``num_updated_rows``, ``num_deleted_rows``,
-        ``num_inserted_rows``).
-
-        Raises:
-            InvalidArgumentError: no clause, a non-last clause without condition, a column
-                that cannot be resolved.
-            DeltaWriteError: several source rows matched one target row (nothing changed);
-                a written row breaks a rule.
-            DeltaConcurrentModificationException: a concurrent commit conflicts.
-        """
-        spark = self._table._spark
-        counts = MergeCommand(self, spark).run()
-        schema = (
-            "num_affected_rows long, num_updated_rows long, num_deleted_rows long, "
-            "num_inserted_rows long"
-        )
-        updated, deleted, inserted = counts
-        return spark.createDataFrame(
-            [(updated + deleted + inserted, updated, deleted, inserted)], schema
-        )
-
-
-def _required(value: Mapping[str, Any] | None, name: str, condition: Any) -> Mapping[str, Any]:
-    """delta-spark's checks of a clause's assignments (first) and condition."""
-    from deltalog.spark.api import arguments
-
-    arguments.column_mapping(value, f"'{name}'")
-    arguments.condition(condition)
-    if not value:
-        raise errors.invalid_argument(f"'{name}' must be a non-empty dict of column → expression")
-    return dict(value)
-
-
-def _condition(value: Any) -> Any:
-    from deltalog.spark.api import arguments
-
-    return arguments.condition(value)
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -223,7 +111,7 @@ class _Counts:
 
 @dataclass
 class MergeCommand:
-    builder: DeltaMergeBuilder
+    builder: MergeSpec
     spark: Any
     counts: _Counts = field(default_factory=_Counts)
     _acted: Any = None  # the persisted acted rows (see _find_touched)
@@ -240,12 +128,20 @@ class MergeCommand:
         self.snapshot: Snapshot = snapshot
         self.root = snapshot.table_root
         self.clauses = self.builder._clauses
-        _check_clauses(self.clauses, self.root)
+        check_clauses(self.clauses, self.root)
         self.settings = DmlSettings.for_snapshot(snapshot)
         self.alias = table._alias
         self.evolve = self.builder._evolve or conf_get(self.spark, AUTO_MERGE, "false") == "true"
         self.target_schema = self._final_schema(self.evolve)
-        self._check_assignment_keys()
+        self.acts = ClauseActions(
+            self.clauses,
+            self.target_schema,
+            frozenset(n.lower() for n in snapshot.schema.names),
+            self.builder._source,
+            self.evolve,
+            self.root,
+        )
+        self.acts.check_assignment_keys()
         frame = self._condition_frame()
         self.operation = operations.merge(
             condition_sql(self.builder._condition, frame),
@@ -253,13 +149,12 @@ class MergeCommand:
             [c.describe(frame) for c in self.clauses if c.kind == NOT_MATCHED],
             [c.describe(frame) for c in self.clauses if c.kind == BY_SOURCE],
         )
-        from pyspark.sql import functions as F
 
         t0 = time.monotonic()
-        source, num_source, release = _materialized(self.builder._source, self.spark)
+        source, num_source, release = materialized(self.builder._source, self.spark)
         try:
             materialize_ms = _elapsed_ms(t0)
-            self.source = source.withColumn(SOURCE_PRESENT, _lit(True))
+            self.source = source.withColumn(SOURCE_PRESENT, F.lit(True))
             # A small source goes to every task: the target is never shuffled.
             self.build = F.broadcast(self.source) if num_source <= BROADCAST_ROWS else self.source
             self.on = condition_column(self.builder._condition)
@@ -350,7 +245,7 @@ class MergeCommand:
                 updated = self._acted_updates()
             elif rewrites:
                 updated = self._updated_rows(touched)
-            inserted = self._inserted_rows() if self._ids("insert") else None
+            inserted = self._inserted_rows() if self.acts.ids("insert") else None
             frames = [f[0] for f in (updated, inserted) if f is not None]
         if not frames:
             return changes, scan_ms, _elapsed_ms(t0)
@@ -360,9 +255,9 @@ class MergeCommand:
         if rewrites:
             self._mark_changed(touched, rows, changes)
         if updated is not None and self.settings.change_data_feed:
-            cdc = self._change_rows(updated[1], updated[2], updated[3])
+            cdc = self.acts.change_rows(updated[1], updated[2], updated[3])
             if inserted is not None:
-                cdc = cdc.unionByName(self._change_rows(inserted[1], inserted[2], None))
+                cdc = cdc.unionByName(self.acts.change_rows(inserted[1], inserted[2], None))
             changes.cdc = write_change_rows(cdc, self.plan)
         self._count_written(touched if rewrites else None, changes)
         return changes, scan_ms, _elapsed_ms(t0)
@@ -413,27 +308,7 @@ class MergeCommand:
         store = self.txn.log.store
         df = scan_dataframe(self.spark, self.snapshot, store, files, row_ids=row_ids)
         df = df.alias(self.alias) if self.alias else df
-        return df.withColumn(TARGET_PRESENT, _lit(True))
-
-    def _action(self, df: Any, kinds: set[str]) -> Any:
-        """The index of the clause acting on each joined row (NULL: none)."""
-        from pyspark.sql import functions as F
-
-        matched = df[TARGET_PRESENT].isNotNull() & df[SOURCE_PRESENT].isNotNull()
-        where = {
-            MATCHED: matched,
-            NOT_MATCHED: df[TARGET_PRESENT].isNull(),
-            BY_SOURCE: df[SOURCE_PRESENT].isNull(),
-        }
-        expr = None
-        for i, clause in enumerate(self.clauses):
-            if clause.kind not in kinds:
-                continue
-            test = where[clause.kind]
-            if clause.condition is not None:
-                test = test & is_true(condition_column(clause.condition))
-            expr = F.when(test, F.lit(i)) if expr is None else expr.when(test, F.lit(i))
-        return expr if expr is not None else F.lit(None).cast("int")
+        return df.withColumn(TARGET_PRESENT, F.lit(True))
 
     # -- phase 1: which target rows are acted on -------------------------------------------
 
@@ -446,12 +321,10 @@ class MergeCommand:
         persisted: only acted rows are written, so the write reads them back instead of
         scanning and joining the target a second time.
         """
-        from pyspark.sql import functions as F
-
         by_source = any(c.kind == BY_SOURCE for c in self.clauses)
         target = self._target(files)
         joined = target.join(self.build, self.on, "left" if by_source else "inner")
-        action = self._action(joined, {MATCHED, BY_SOURCE})
+        action = self.acts.action(joined, {MATCHED, BY_SOURCE})
         matched = joined[SOURCE_PRESENT].isNotNull()
         only_matched = all(c.kind == MATCHED for c in self.clauses)
         # Which matched pairs count for the multiple-match check (and touch their file).
@@ -486,7 +359,7 @@ class MergeCommand:
         clause sets them) and, with the change feed, its old ones (under the column's name).
         A column every updating clause assigns needs nothing from the target, so the scan
         reads only what the conditions and the other assignments use."""
-        values = self._value_exprs(acted, target, {MATCHED, BY_SOURCE}, acted_only=True)
+        values = self.acts.value_exprs(acted, target, {MATCHED, BY_SOURCE}, acted_only=True)
         columns = [value.alias(NEW + name) for name, value in values]
         if self.settings.change_data_feed:
             columns += [target[f"`{n}`"].alias(n) for n in self.snapshot.schema.names]
@@ -494,12 +367,10 @@ class MergeCommand:
 
     def _acted_updates(self) -> tuple[Any, Any, list[Any], Any]:
         """:meth:`_updated_rows` for deletion vectors, from the persisted acted rows."""
-        from pyspark.sql import functions as F
-
         acted = self._acted
         names = [c[len(NEW) :] for c in acted.columns if c.startswith(NEW)]
         values = [acted[f"`{NEW}{n}`"].alias(n) for n in names]
-        updates = acted.where(F.col(ACTION).isin(self._ids("update"))).select(*values)
+        updates = acted.where(F.col(ACTION).isin(self.acts.ids("update"))).select(*values)
         return updates, acted, values, acted if self.settings.change_data_feed else None
 
     def _updates_from_source(self) -> bool:
@@ -508,8 +379,6 @@ class MergeCommand:
         clause updates. Then an updated row's values are the source row's, so the scan that
         finds the acted rows keeps only their source ids: the source crosses to the tasks
         with the columns the conditions need, not whole (see :meth:`_source_writes`)."""
-        from pyspark.errors import PySparkException
-
         if self.settings.change_data_feed:
             return False
         for clause in self.clauses:
@@ -517,7 +386,9 @@ class MergeCommand:
                 continue
             if clause.kind == BY_SOURCE:
                 return False
-            exprs = [self._assignment(clause, f.name, None) for f in self._written_fields()]
+            exprs: list[Any] = [
+                self.acts.assignment(clause, f.name, None) for f in self._written_fields()
+            ]
             if any(e is None for e in exprs):
                 return False  # a column keeps the target's value
             try:  # resolves against the source alone: it names no target column
@@ -529,7 +400,7 @@ class MergeCommand:
     def _written_fields(self) -> list[Any]:
         """The target columns an update writes (generated ones nobody assigns are computed
         by the writer)."""
-        assigned = self._assigned_columns()
+        assigned = self.acts.assigned_columns()
         return [
             f
             for f in self.target_schema.fields
@@ -542,8 +413,6 @@ class MergeCommand:
         acts on is written with that clause's values (once per target row it updates); one
         with no match is inserted by the first NOT MATCHED clause that takes it. One scan of
         the source, instead of one for the updates and one for the inserts."""
-        from pyspark.sql import functions as F
-
         pairs = self._pairs
         assert pairs is not None
         named = pairs.rename_columns([SOURCE_ID, MATCHED_ACTION])
@@ -551,12 +420,12 @@ class MergeCommand:
         joined = self.source.join(F.broadcast(picked), on=SOURCE_ID, how="left")
         joined = joined.withColumn(TARGET_PRESENT, F.lit(None).cast("boolean"))
         matched = F.col(MATCHED_ACTION)
-        action = F.when(matched.isNull(), self._action(joined, {NOT_MATCHED})).when(
-            matched.isin(self._ids("update")), matched
+        action = F.when(matched.isNull(), self.acts.action(joined, {NOT_MATCHED})).when(
+            matched.isin(self.acts.ids("update")), matched
         )
         joined = joined.withColumn(ACTION, action)
         kinds = {MATCHED, BY_SOURCE, NOT_MATCHED}
-        values = self._value_exprs(joined, None, kinds, acted_only=True)
+        values = self.acts.value_exprs(joined, None, kinds, acted_only=True)
         return joined.where(F.col(ACTION).isNotNull()).select(*[v.alias(n) for n, v in values])
 
     def _check_multiple_matches(self, rows: pa.Table) -> None:
@@ -592,23 +461,19 @@ class MergeCommand:
         """The touched files' rows after the MATCHED and BY SOURCE clauses (copy-on-write:
         with the unchanged rows; deletion vectors: only the updated ones), the joined frame
         with its clause column, and the value columns."""
-        from pyspark.sql import functions as F
-
         # Rows are known from phase 1; reading row ids again would slow the whole scan.
         target = self._target(touched.files, row_ids=False)
         joined = target.join(self.build, self.on, "left")
-        joined = joined.withColumn(ACTION, self._action(joined, {MATCHED, BY_SOURCE}))
+        joined = joined.withColumn(ACTION, self.acts.action(joined, {MATCHED, BY_SOURCE}))
         act = F.col(ACTION)
-        keep = act.isin(self._ids("update"))
+        keep = act.isin(self.acts.ids("update"))
         if not self.settings.deletion_vectors:
             keep = keep | act.isNull()
-        values = self._values(joined, target, {MATCHED, BY_SOURCE})
+        values = self.acts.values(joined, target, {MATCHED, BY_SOURCE})
         return joined.where(keep).select(*values), joined, values, target
 
     def _inserted_rows(self) -> tuple[Any, Any, list[Any], Any]:
         """The source rows without a match that an insert clause takes."""
-        from pyspark.sql import functions as F
-
         source = self.source
         pairs = self._pairs
         assert pairs is not None
@@ -617,19 +482,17 @@ class MergeCommand:
             matched_df = arrow_to_df(self.spark, matched, local=False)
             source = source.join(F.broadcast(matched_df), on=SOURCE_ID, how="left_anti")
         df = source.withColumn(TARGET_PRESENT, F.lit(None).cast("boolean"))
-        df = df.withColumn(ACTION, self._action(df, {NOT_MATCHED}))
-        values = self._values(df, None, {NOT_MATCHED})
+        df = df.withColumn(ACTION, self.acts.action(df, {NOT_MATCHED}))
+        values = self.acts.values(df, None, {NOT_MATCHED})
         return df.where(F.col(ACTION).isNotNull()).select(*values), df, values, None
 
     def _mark_changed(self, touched: Touched, rows: pa.Table, changes: FileChanges) -> None:
         """Copy-on-write: remove the touched files; deletion vectors: mark the updated and
         deleted rows."""
-        from deltalog.commands.dml.file_changes import group_row_indexes
-
         if not self.settings.deletion_vectors:
             changes.removes = remove_files(touched.files)
             return
-        acted_ids = pa.array(self._ids("update", "delete"), pa.int32())
+        acted_ids = pa.array(self.acts.ids("update", "delete"), pa.int32())
         acted = rows.filter(pc.is_in(rows.column(ACTION), acted_ids))
         by_file = group_row_indexes(acted.column(FILE), acted.column(ROW))
         mask = pa.array([k in by_file for k in touched.keys], pa.bool_())
@@ -649,149 +512,6 @@ class MergeCommand:
             c.copied = self._live_rows(rewritten.files) - c.updated - c.deleted
             c.inserted = written - c.updated - c.copied
 
-    def _ids(self, *actions: str) -> list[int]:
-        return [i for i, c in enumerate(self.clauses) if c.action in actions]
-
-    def _values(self, joined: Any, target: Any | None, kinds: set[str]) -> list[Any]:
-        """The final value of each target column: the acting clause's assignment, else the
-        target's value (NULL for an inserted row or a column new to the table)."""
-        return [value.alias(name) for name, value in self._value_exprs(joined, target, kinds)]
-
-    def _value_exprs(
-        self, joined: Any, target: Any | None, kinds: set[str], *, acted_only: bool = False
-    ) -> list[tuple[str, Any]]:
-        """(column, expression) pairs of :meth:`_values`; ``acted_only``: the rows are those
-        an updating clause acts on, so a column every such clause assigns never falls back to
-        the target's value (and the target's column need not be read for it)."""
-        from pyspark.sql import functions as F
-
-        from deltalog.spark.schema import to_spark_schema
-
-        act = F.col(ACTION)
-        out = []
-        old_names = {n.lower() for n in self.snapshot.schema.names}
-        assigned_anywhere = self._assigned_columns()
-        for f, sf in zip(
-            self.target_schema.fields, to_spark_schema(self.target_schema).fields, strict=True
-        ):
-            if GENERATION_KEY in f.metadata and f.name.lower() not in assigned_anywhere:
-                continue  # computed by the writer from the final values
-            old = (
-                target[f"`{f.name}`"]
-                if target is not None and f.name.lower() in old_names
-                else F.lit(None)
-            ).cast(sf.dataType)
-            value = None
-            complete = True
-            for i, clause in enumerate(self.clauses):
-                if clause.action == "delete" or clause.kind not in kinds:
-                    continue
-                expr = self._assignment(clause, f.name, old)
-                if expr is None:
-                    complete = False
-                    continue
-                expr = expr.cast(sf.dataType)
-                value = F.when(act == i, expr) if value is None else value.when(act == i, expr)
-            if value is None:
-                out.append((f.name, old))
-            elif acted_only and complete:
-                out.append((f.name, value))
-            else:
-                out.append((f.name, value.otherwise(old)))
-        return out
-
-    def _assigned_columns(self) -> set[str]:
-        names: set[str] = set()
-        for clause in self.clauses:
-            if clause.assignments is None:
-                names |= {n.lower() for n in self.builder._source.columns}
-            else:
-                names |= {k.strip("`").rsplit(".", 1)[-1].lower() for k in clause.assignments}
-        return names
-
-    def _assignment(self, clause: MergeClause, column: str, old: Any) -> Any | None:
-        """The clause's expression for ``column``; ``None`` keeps the target's value (UPDATE)
-        or leaves it NULL (INSERT).
-
-        Raises:
-            InvalidArgumentError: ``*`` without schema evolution and no source column of that
-                name; an assignment to a column the table does not have.
-        """
-        from pyspark.sql import functions as F
-
-        if clause.assignments is None:
-            source_column = _find(self.builder._source.columns, column)
-            if source_column is not None:
-                return self.builder._source[f"`{source_column}`"]
-            if not self.evolve:
-                raise errors.merge_unresolved(
-                    f"`{column}`",
-                    f"{clause.kind} {clause.action} *",
-                    self.builder._source.columns,
-                    self.root,
-                )
-            return None if clause.action == "update" else F.lit(None)
-        for key, value in clause.assignments.items():
-            if key.strip("`").rsplit(".", 1)[-1].lower() == column.lower():
-                return condition_column(value)
-        return None
-
-    def _check_assignment_keys(self) -> None:
-        """Every assigned column is a column of the (evolved) target; none is an identity
-        column (UPDATE) ."""
-        names = {f.name.lower(): f for f in self.target_schema.fields}
-        for clause in self.clauses:
-            for key in clause.assignments or {}:
-                field = names.get(key.strip("`").rsplit(".", 1)[-1].lower())
-                if field is None:
-                    raise errors.unresolved_column(
-                        key, f"MERGE {clause.action}", self.target_schema.names, self.root
-                    )
-                if clause.action == "update" and IDENTITY_START in field.metadata:
-                    raise errors.identity_update(field.name, self.root)
-
-    def _change_rows(self, joined: Any, values: list[Any], target: Any | None) -> Any:
-        """``update_preimage``/``update_postimage``, ``delete`` and ``insert`` rows of a frame
-        with its clause column (old values from ``target``'s columns, if any)."""
-        from pyspark.sql import functions as F
-
-        from deltalog.spark.schema import to_spark_schema
-
-        act = F.col(ACTION)
-        names = [f.name for f in self.target_schema.fields]
-        old_names = {n.lower() for n in self.snapshot.schema.names} if target is not None else set()
-        old = [
-            (
-                target[f"`{f.name}`"]
-                if target is not None and f.name.lower() in old_names
-                else F.lit(None)
-            )
-            .cast(sf.dataType)
-            .alias(f.name)
-            for f, sf in zip(
-                self.target_schema.fields, to_spark_schema(self.target_schema).fields, strict=True
-            )
-        ]
-        new = joined.select(*values, act)
-        for f in self.target_schema.fields:
-            if GENERATION_KEY in f.metadata and f.name not in new.columns:
-                new = new.withColumn(f.name, F.expr(str(f.metadata[GENERATION_KEY])))
-        new = new.select(*[F.col(f"`{n}`") for n in names], act)
-        updates, deletes, inserts = self._ids("update"), self._ids("delete"), self._ids("insert")
-        pre_or_delete = joined.where(act.isin(updates + deletes)).select(
-            *old,
-            F.when(act.isin(updates), F.lit("update_preimage"))
-            .otherwise(F.lit("delete"))
-            .alias(CHANGE_TYPE),
-        )
-        post_or_insert = new.where(act.isin(updates + inserts)).select(
-            *[F.col(f"`{n}`") for n in names],
-            F.when(act.isin(updates), F.lit("update_postimage"))
-            .otherwise(F.lit("insert"))
-            .alias(CHANGE_TYPE),
-        )
-        return pre_or_delete.unionByName(post_or_insert)
-
     def _live_rows(self, files: pa.Table) -> int:
         total = 0
         for row in files.to_pylist():
@@ -803,72 +523,6 @@ class MergeCommand:
 
 
 # -- helpers -------------------------------------------------------------------------------------
-
-
-def _lit(value: Any) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.lit(value)
-
-
-def _materialized(given: Any, spark: Any) -> tuple[Any, int, Callable[[], None]]:
-    """The source with a stable id per row (:data:`SOURCE_ID`), materialized once (the
-    reference's ``MergeIntoMaterializeSource``), its row count, and the function that frees
-    it.
-
-    The rows that matched are found once and the others inserted without joining the target
-    a second time, so the ids must not change between the two reads. On a classic session the
-    source is local-checkpointed: its lineage is cut, so every later plan built on it is
-    analysed quickly even when the source came from local data (a large ``LocalRelation``
-    costs each analysis in proportion to its rows). Over Connect (whose column references
-    name their plan) it is persisted instead, unless the caller persisted it already.
-    """
-    from pyspark.sql import functions as F
-
-    from deltalog.spark.session import is_connect
-
-    source = given.withColumn(SOURCE_ID, F.monotonically_increasing_id())
-    if not is_connect(spark):
-        from pyspark.sql import Observation
-
-        # The rows are counted by the checkpoint's own job.
-        rows = Observation(f"deltalog_merge_source_{uuid.uuid4().hex}")
-        observed = source.observe(rows, F.count(F.lit(1)).alias("n"))
-        checkpointed = observed.localCheckpoint(eager=True)
-        return checkpointed, int(rows.get["n"]), lambda: _free_checkpoint(checkpointed)
-    # A source the caller persisted already has fixed partitions, so its ids are stable.
-    if not _is_persisted(given):
-        source = source.persist()
-        return source, source.count(), source.unpersist
-    return source, source.count(), lambda: None
-
-
-def _free_checkpoint(df: Any) -> None:
-    """Drop a local checkpoint's blocks now rather than when the JVM collects its RDD."""
-    # Not a LogicalRDD (a future Spark): the context cleaner frees it later.
-    with contextlib.suppress(Exception):
-        df._jdf.queryExecution().analyzed().rdd().unpersist(False)
-
-
-def _is_persisted(df: Any) -> bool:
-    try:
-        level = df.storageLevel
-    except Exception:  # an engine without the property: persist to be safe
-        return False
-    return bool(level.useMemory or level.useDisk)
-
-
-def _find(names: list[str], name: str) -> str | None:
-    return next((n for n in names if n.lower() == name.lower()), None)
-
-
-def _check_clauses(clauses: tuple[MergeClause, ...], table: str) -> None:
-    if not clauses:
-        raise errors.merge_missing_when(table)
-    for kind in (MATCHED, NOT_MATCHED, BY_SOURCE):
-        of_kind = [c for c in clauses if c.kind == kind]
-        if any(c.condition is None for c in of_kind[:-1]):
-            raise errors.non_last_clause_omits_condition(kind, table)
 
 
 def _conjuncts(p: Predicate) -> list[Predicate]:

@@ -46,7 +46,9 @@ from deltalog.commands.optimize.zorder import (
 )
 from deltalog.commands.write.write_into_delta import WritePlan, dml_plan
 from deltalog.spark import captured
-from deltalog.spark.read.scan import FILE, ROW, arrow_to_df, file_keys, scan_dataframe
+from deltalog.spark.commands.dml import start
+from deltalog.spark.read.common import FILE, ROW, arrow_to_df, file_keys
+from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.session import conf_get, to_arrow
 from deltalog.spark.write.batch import write_rows
 
@@ -96,8 +98,6 @@ class DeltaOptimizeBuilder:
 
 def optimize(spark: Any, log: DeltaLog, where: list[str], z_order_by: tuple[str, ...]) -> DataFrame:
     """Run OPTIMIZE on the table's latest version; the metrics DataFrame."""
-    from deltalog.spark.commands.dml import start
-
     started = int(time.time() * 1000)
     txn = start(log)
     assert txn.snapshot is not None

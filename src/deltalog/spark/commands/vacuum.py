@@ -15,8 +15,12 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from deltalog.commands import restore as restore_command
+from deltalog.commands.restore import METRIC_NAMES
+from deltalog.commands.vacuum import gc
 from deltalog.delta_log import DeltaLog
 from deltalog.paths import location_uri
+from deltalog.spark.commands.vacuum_jobs import SparkFileOps
 from deltalog.spark.session import conf_get, session_time_zone
 
 RETENTION_CHECK_KEY = "spark.databricks.delta.retentionDurationCheck.enabled"
@@ -50,12 +54,9 @@ def vacuum(
     """Run VACUUM; an empty DataFrame (as delta-spark's Python ``vacuum``), or in a dry run
     the files it would delete as ``file:`` paths (object-store URIs as they are) in a
     ``path`` column."""
-    from deltalog.commands.vacuum.gc import vacuum as run
-    from deltalog.spark.commands.vacuum_jobs import SparkFileOps
-
     if lite is None:
         lite = _flag(spark, LITE_DEFAULT_KEY, False)
-    result = run(
+    result = gc.vacuum(
         log.table_root,
         retention_hours,
         dry_run=dry_run,
@@ -74,10 +75,7 @@ def restore(
 ) -> DataFrame:
     """Run RESTORE; delta-spark's one-row metrics DataFrame (no row when the version asked
     for is already the latest, as delta-spark's no-op restore)."""
-    from deltalog.commands.restore import METRIC_NAMES
-    from deltalog.commands.restore import restore as run
-
-    metrics = run(
+    metrics = restore_command.restore(
         log.table_root,
         version=version,
         timestamp=timestamp,

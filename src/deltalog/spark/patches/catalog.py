@@ -8,23 +8,26 @@ catalog reports Delta tables) and hide the temporary views deltalog's SQL reads 
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 from collections.abc import Callable
 from typing import Any
 
+from pyspark.sql.catalog import Table
+
 from deltalog.spark import names
+from deltalog.spark.names import VIEW_PREFIX, like
+from deltalog.spark.patches.patch import patch_classes, wrap
 from deltalog.spark.session import pyspark_classes
 
 
 def install() -> None:
     """Wrap ``listTables`` and ``tableExists`` of the classic and Connect catalogs. Idempotent."""
-    for cls in _catalog_classes():
-        if getattr(cls, "_deltalog_catalog", False):
-            continue
-        setattr(cls, "listTables", _list_tables(getattr(cls, "listTables")))  # noqa: B009, B010
-        setattr(cls, "tableExists", _table_exists(getattr(cls, "tableExists")))  # noqa: B009, B010
-        setattr(cls, "_deltalog_catalog", True)  # noqa: B010
+    patch_classes(_catalog_classes(), "_deltalog_catalog", _patch)
+
+
+def _patch(cls: type) -> None:
+    wrap(cls, "listTables", _list_tables)
+    wrap(cls, "tableExists", _table_exists)
 
 
 def _catalog_classes() -> list[type]:
@@ -34,10 +37,6 @@ def _catalog_classes() -> list[type]:
 def _list_tables(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def listTables(self: Any, dbName: str | None = None, pattern: str | None = None) -> Any:
-        from pyspark.sql.catalog import Table
-
-        from deltalog.spark.sql.dispatch import VIEW_PREFIX
-
         spark = self._sparkSession
         tables = [t for t in original(self, dbName, pattern) if not t.name.startswith(VIEW_PREFIX)]
         database = dbName or names.current_database(spark)
@@ -75,8 +74,3 @@ def _table_exists(original: Callable[..., Any]) -> Callable[..., Any]:
         return bool(original(self, tableName, dbName))
 
     return tableExists
-
-
-def like(name: str, pattern: str) -> bool:
-    """Spark's table pattern: ``*`` any characters, ``|`` alternatives, case-insensitive."""
-    return any(fnmatch.fnmatch(name.lower(), p.strip().lower()) for p in pattern.split("|"))

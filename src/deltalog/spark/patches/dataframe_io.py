@@ -23,62 +23,56 @@ Delta table in deltalog's catalog, go to :mod:`deltalog.spark.write.by_name`.
 from __future__ import annotations
 
 import functools
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
 from deltalog import errors
 from deltalog.spark import captured
-from deltalog.spark.session import pyspark_classes
+from deltalog.spark.patches import pushdown
+from deltalog.spark.patches.builders import (
+    FORMATS,
+    builder_state,
+    is_delta,
+    partition_columns,
+    reader_classes,
+    reader_session,
+    record_builder,
+    writer_classes,
+    writer_dataframe,
+)
+from deltalog.spark.patches.patch import patch_classes, wrap
+from deltalog.spark.patches.streams import install_streaming
+from deltalog.spark.read import load as delta_load
+from deltalog.spark.read.load import load_with_python_source
+from deltalog.spark.write.batch import write_dataframe
 
-_STATE = "_deltalog_write_state"
-_FORMATS: set[str] = set()
+# load_with_python_source: the README names it here (it lives with the load it bypasses).
+__all__ = ["install", "load_with_python_source"]
+
+BRIDGED = "_deltalog_bridged"
 
 
 def install(format_name: str, *, reads: bool = False) -> None:
     """Route ``save`` of ``format_name`` (``"delta"`` or ``"deltalog"``) through deltalog, and
     ``load`` too with ``reads``. Idempotent; safe for classic and Connect sessions alike."""
-    _FORMATS.add(format_name.lower())
+    FORMATS.add(format_name.lower())
     if reads:
-        _install_reader()
-    for cls in _writer_classes():
-        if getattr(cls, "_deltalog_bridged", False):
-            continue
-        _wrap_builder(cls)
-        setattr(cls, "save", _bridged_save(getattr(cls, "save")))  # noqa: B009, B010
-        setattr(cls, "saveAsTable", _bridged_save_as_table(getattr(cls, "saveAsTable")))  # noqa: B009, B010
-        setattr(cls, "insertInto", _bridged_insert_into(getattr(cls, "insertInto")))  # noqa: B009, B010
-        setattr(cls, "_deltalog_bridged", True)  # noqa: B010
-    from deltalog.spark.patches.streams import install_streaming
-
+        patch_classes(reader_classes(), BRIDGED, _patch_reader)
+    patch_classes(writer_classes(), BRIDGED, _patch_writer)
     install_streaming()
 
 
-def _writer_classes() -> list[type]:
-    return pyspark_classes(
-        "DataFrameWriter", "pyspark.sql.readwriter", "pyspark.sql.connect.readwriter"
-    )
+def _patch_reader(cls: type) -> None:
+    record_builder(cls)
+    wrap(cls, "load", _bridged_load)
 
 
-def _reader_classes() -> list[type]:
-    return pyspark_classes(
-        "DataFrameReader", "pyspark.sql.readwriter", "pyspark.sql.connect.readwriter"
-    )
-
-
-def _install_reader() -> None:
-    for cls in _reader_classes():
-        if getattr(cls, "_deltalog_bridged", False):
-            continue
-        _wrap_builder(cls)
-        setattr(cls, "load", _bridged_load(getattr(cls, "load")))  # noqa: B009, B010
-        setattr(cls, "_deltalog_bridged", True)  # noqa: B010
-
-
-def load_with_python_source(reader: Any, path: str) -> Any:
-    """``reader.load(path)`` by PySpark's own ``load``: the Python data source serves the
-    Delta format (PySpark 4.0+), whatever the bridge would choose."""
-    load = type(reader).load
-    return getattr(load, "__wrapped__", load)(reader, path)
+def _patch_writer(cls: type) -> None:
+    record_builder(cls)
+    wrap(cls, "save", _bridged_save)
+    wrap(cls, "saveAsTable", _bridged_save_as_table)
+    wrap(cls, "insertInto", _bridged_insert_into)
 
 
 def _bridged_load(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -91,20 +85,19 @@ def _bridged_load(original: Callable[..., Any]) -> Callable[..., Any]:
         schema: Any = None,
         **options: Any,
     ) -> Any:
-        state = _state(self)
-        if not _is_delta(state, format):
+        state = builder_state(self)
+        if not is_delta(state, format):
             return original(self, path, format, schema, **options)
         has_source = _has_python_source()
         if has_source and (schema is not None or state.get("schema") is not None):
             return original(self, path, format, schema, **options)  # only it takes a schema
-        from deltalog.spark.read import load
-
         merged = {**state["options"], **options}
         if path is not None:
             if not isinstance(path, str):
                 raise errors.invalid_argument("load the Delta format with one path: .load(path)")
             merged["path"] = path
-        df = load.load(reader_session(self), merged, python_source=has_source)
+        pushdown.install()  # filters on the read skip files
+        df = delta_load.load(reader_session(self), merged, python_source=has_source)
         if df is None:  # only the Python data source can read it
             return original(self, path, format, schema, **options)
         return df
@@ -113,60 +106,7 @@ def _bridged_load(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _has_python_source() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("pyspark.sql.datasource") is not None
-
-
-def reader_session(reader: Any) -> Any:
-    """The session of a reader (classic keeps ``_spark``, Connect ``_client``)."""
-    return reader._spark if hasattr(reader, "_spark") else reader._client
-
-
-def _state(writer: Any) -> dict[str, Any]:
-    state = writer.__dict__.get(_STATE)
-    if state is None:
-        state = {"format": None, "mode": None, "partition_by": None, "options": {}}
-        writer.__dict__[_STATE] = state
-    return state
-
-
-def _wrap_builder(cls: type) -> None:
-    def record(name: str, update: Callable[[dict[str, Any], tuple, dict], None]) -> None:
-        original = getattr(cls, name, None)
-        if original is None:  # readers have no mode or partitionBy
-            return
-
-        @functools.wraps(original)
-        @captured.surfaces
-        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            update(_state(self), args, kwargs)
-            return original(self, *args, **kwargs)
-
-        setattr(cls, name, wrapper)
-
-    record("format", lambda s, a, k: s.__setitem__("format", a[0] if a else k.get("source")))
-    record("mode", lambda s, a, k: s.__setitem__("mode", a[0] if a else k.get("saveMode")))
-    record("partitionBy", lambda s, a, k: s.__setitem__("partition_by", _columns(a)))
-    record(
-        "option",
-        lambda s, a, k: s["options"].__setitem__(
-            a[0] if a else k["key"], a[1] if len(a) > 1 else k.get("value")
-        ),
-    )
-    record("options", lambda s, a, k: s["options"].update(k))
-    record("schema", lambda s, a, k: s.__setitem__("schema", a[0] if a else k.get("schema")))
-
-
-def _columns(args: tuple) -> list[str]:
-    if len(args) == 1 and isinstance(args[0], list | tuple):
-        return list(args[0])
-    return [str(c) for c in args]
-
-
-def _is_delta(state: dict[str, Any], format_arg: str | None) -> bool:
-    name = format_arg or state["format"]
-    return name is not None and str(name).lower() in _FORMATS
 
 
 def _bridged_save(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -180,20 +120,16 @@ def _bridged_save(original: Callable[..., Any]) -> Callable[..., Any]:
         partitionBy: str | list[str] | None = None,
         **options: Any,
     ) -> None:
-        state = _state(self)
-        if not _is_delta(state, format):
+        state = builder_state(self)
+        if not is_delta(state, format):
             return original(self, path, format, mode, partitionBy, **options)
-        from deltalog.spark.write.batch import write_dataframe
-
         merged = {**state["options"], **options}
         target = path or merged.pop("path", None)
         if target is None:
             raise errors.invalid_argument("'path' is not specified: use .save(path)")
-        columns = state["partition_by"]
-        if partitionBy is not None:
-            columns = [partitionBy] if isinstance(partitionBy, str) else list(partitionBy)
+        columns = partition_columns(state["partition_by"], partitionBy)
         write_dataframe(
-            _dataframe(self),
+            writer_dataframe(self),
             str(target),
             mode=mode or state["mode"],
             partition_by=columns,
@@ -215,15 +151,14 @@ def _bridged_save_as_table(original: Callable[..., Any]) -> Callable[..., Any]:
         partitionBy: str | list[str] | None = None,
         **options: Any,
     ) -> None:
-        state = _state(self)
-        df = _dataframe(self)
-        if not _is_delta(state, format) and not _names_delta_table(df, name, state, format):
+        state = builder_state(self)
+        df = writer_dataframe(self)
+        if not is_delta(state, format) and not _names_delta_table(df, name, state, format):
             return original(self, name, format, mode, partitionBy, **options)
+        # The spark extra (sqlglot), which table names need, is optional.
         from deltalog.spark.write.by_name import save_as_table as run
 
-        columns = state["partition_by"]
-        if partitionBy is not None:
-            columns = [partitionBy] if isinstance(partitionBy, str) else list(partitionBy)
+        columns = partition_columns(state["partition_by"], partitionBy)
         run(
             df,
             name,
@@ -239,7 +174,7 @@ def _bridged_save_as_table(original: Callable[..., Any]) -> Callable[..., Any]:
 def _names_delta_table(df: Any, name: str, state: dict[str, Any], format_arg: str | None) -> bool:
     """No format given and ``name`` is a Delta table in deltalog's catalog (Spark would use
     the existing table's provider)."""
-    if format_arg is not None or state["format"] is not None or not _FORMATS:
+    if format_arg is not None or state["format"] is not None or not FORMATS:
         return False
     try:
         from deltalog.spark.write.by_name import is_delta_name
@@ -252,22 +187,15 @@ def _bridged_insert_into(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     @captured.surfaces
     def insert_into(self: Any, tableName: str, overwrite: bool | None = None) -> None:
-        df = _dataframe(self)
+        df = writer_dataframe(self)
         if not _names_delta_table(df, tableName, {"format": None}, None):
             return original(self, tableName, overwrite)
+        # The spark extra (sqlglot), which table names need, is optional.
         from deltalog.spark.write.by_name import insert_into as run
 
-        run(df, tableName, overwrite=bool(overwrite) or (_state(self)["mode"] == "overwrite"))
+        run(
+            df, tableName, overwrite=bool(overwrite) or (builder_state(self)["mode"] == "overwrite")
+        )
         return None
 
     return insert_into
-
-
-def _dataframe(writer: Any) -> Any:
-    """The DataFrame a writer writes (classic keeps it; Connect keeps its plan)."""
-    df = writer._df
-    if hasattr(df, "sparkSession"):
-        return df
-    from pyspark.sql.connect.dataframe import DataFrame
-
-    return DataFrame(df, writer._spark)

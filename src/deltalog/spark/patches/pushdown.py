@@ -6,10 +6,10 @@ hive partition directories and parquet row groups itself, but cannot know the pe
 counts the log holds. delta-spark applies them in a Catalyst rule; without JVM code the filter
 has to be seen when it is applied, so :func:`install` wraps ``DataFrame.filter`` (and ``where``,
 its alias) on classic and Connect sessions: on a DataFrame that is a Delta read (tagged by
-:func:`tag`), the read is made again over the files that may hold matching rows
-(:mod:`deltalog.scan.skipping`), and the filter is applied to that. The rows are the same,
-because skipping only drops files that cannot match, and the filter itself still runs on every
-row read.
+:func:`deltalog.spark.read.delta_read.tag`), the read is made again over the files that may
+hold matching rows (:mod:`deltalog.scan.skipping`), and the filter is applied to that. The rows
+are the same, because skipping only drops files that cannot match, and the filter itself still
+runs on every row read.
 
 The new read is the old one with fewer files, not merely a read of the same rows: on classic
 sessions the old analysed plan gets the new file list spliced in with its own attributes, and
@@ -27,78 +27,34 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
-    from deltalog.storage.base import LogStore
+from deltalog.spark.patches.patch import patch_classes, wrap
+from deltalog.spark.read.delta_read import DeltaRead, plan_id, read_of, tag
+from deltalog.spark.read.scan import scan_dataframe, scan_files
+from deltalog.spark.session import pyspark_classes
 
 log = logging.getLogger(__name__)
-
-_TAG = "_deltalog_read"
-
-
-@dataclass(frozen=True, slots=True)
-class DeltaRead:
-    """What a DataFrame tagged as a Delta read was made from.
-
-    Attributes:
-        snapshot: the snapshot it reads.
-        store: the table's log store.
-        texts: the SQL of the filters already applied, which skipping reads.
-        levels: on Connect, the plan id of the read and of each filter on it, with the filter
-            (how the read is made again: see :func:`_connect_read`).
-    """
-
-    snapshot: Snapshot
-    store: LogStore
-    texts: tuple[str, ...] = ()
-    levels: tuple[tuple[Any, int], ...] = ()
-
-
-def tag_filtered(base: Any, where: str, read: DeltaRead) -> Any:
-    """``base`` (the read of ``read``'s snapshot over the files ``where`` may match) filtered
-    by ``where``, tagged as a read already filtered by it."""
-    filtered = base.where(where)
-    levels: tuple[tuple[Any, int], ...] = ()
-    if not hasattr(filtered, "_jdf"):  # Connect
-        try:
-            levels = ((None, _plan_id(base)), (where, _plan_id(filtered)))
-        except (AttributeError, ValueError):  # plan ids it cannot keep: no pushdown later
-            return filtered
-    return tag(filtered, DeltaRead(read.snapshot, read.store, (where,), levels))
-
-
-def tag(df: Any, read: DeltaRead) -> Any:
-    """Mark ``df`` as the rows of ``read`` (so a later filter may skip files); returns it.
-    The first tag installs the filter wrapper (:func:`install`)."""
-    if not _installed:
-        install()
-    df.__dict__[_TAG] = read
-    return df
 
 
 _installed = False
 
 
 def install() -> None:
-    """Wrap ``filter``/``where`` of the DataFrame classes (classic and Connect). Idempotent."""
+    """Wrap ``filter``/``where`` of the DataFrame classes (classic and Connect). Idempotent;
+    called by the entry points that hand Delta reads to users."""
     global _installed
+    if _installed:
+        return
     _installed = True
-    for cls in _dataframe_classes():
-        if cls.__dict__.get("_deltalog_pushdown"):
-            continue
-        setattr(cls, "filter", _pushing_filter(getattr(cls, "filter")))  # noqa: B009, B010
-        setattr(cls, "where", _alias(getattr(cls, "where")))  # noqa: B009, B010
-        setattr(cls, "_deltalog_pushdown", True)  # noqa: B010
-
-
-def _dataframe_classes() -> list[type]:
-    from deltalog.spark.session import pyspark_classes
-
     classic = ("pyspark.sql.classic.dataframe", "pyspark.sql.dataframe")  # 4.x, 3.5
-    return pyspark_classes("DataFrame", classic, "pyspark.sql.connect.dataframe")
+    classes = pyspark_classes("DataFrame", classic, "pyspark.sql.connect.dataframe")
+    patch_classes(classes, "_deltalog_pushdown", _patch, inherited=False)
+
+
+def _patch(cls: type) -> None:
+    wrap(cls, "filter", _pushing_filter)
+    wrap(cls, "where", _alias)
 
 
 def _alias(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -112,7 +68,7 @@ def _alias(original: Callable[..., Any]) -> Callable[..., Any]:
 def _pushing_filter(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def filter(self: Any, condition: Any) -> Any:
-        read = self.__dict__.get(_TAG)
+        read = read_of(self)
         if read is None or _is_cached(self):  # a cached read answers from its cache
             return original(self, condition)
         if isinstance(condition, str):
@@ -133,9 +89,9 @@ def _pushing_filter(original: Callable[..., Any]) -> Callable[..., Any]:
         levels = read.levels
         try:
             if not levels and not hasattr(filtered, "_jdf"):  # Connect: ids to keep
-                levels = ((None, _plan_id(self)),)
+                levels = ((None, plan_id(self)),)
             if levels:
-                levels = (*levels, (condition, _plan_id(filtered)))
+                levels = (*levels, (condition, plan_id(filtered)))
         except (AttributeError, ValueError):  # plan ids it cannot keep: later filters are Spark's
             return filtered
         return tag(filtered, DeltaRead(read.snapshot, read.store, texts, levels))
@@ -147,16 +103,6 @@ def _is_cached(df: Any) -> bool:
     try:
         return bool(df.is_cached)
     except Exception:  # Connect asks the server; no answer means no cache to keep
-        return False
-
-
-def is_plain(text: str) -> bool:
-    """Whether ``text`` is wholly comparisons of columns with literals (no functions)."""
-    from deltalog.scan.predicate import PredicateSyntaxError, has_opaque, parse_predicate
-
-    try:
-        return not has_opaque(parse_predicate(text))
-    except PredicateSyntaxError:
         return False
 
 
@@ -182,8 +128,6 @@ def _pruned_read(
     """``df`` (a Delta read, maybe filtered) over only the files that may hold rows matching
     ``texts``, with the same columns, attributes and filters; ``None`` when no file is
     skipped (``df`` is as good)."""
-    from deltalog.spark.read.scan import scan_dataframe, scan_files
-
     spark = df.sparkSession
     files = scan_files(spark, read.snapshot, " AND ".join(f"({t})" for t in texts))
     if files.num_rows == read.snapshot.num_of_files:
@@ -244,17 +188,10 @@ def _connect_read(fewer: Any, read: DeltaRead, apply: Callable[[Any, Any], Any])
     """Connect: ``fewer`` with the filters of ``read`` applied again, each level given the
     plan id it had, so a column of the user's read (``df["id"]``, resolved by plan id on the
     server) still resolves, as on the read it replaces."""
-    levels = read.levels or ((None, _plan_id(fewer)),)
+    levels = read.levels or ((None, plan_id(fewer)),)
     df = fewer
-    for condition, plan_id in levels:
+    for condition, level_id in levels:
         if condition is not None:
             df = apply(df, condition)
-        df._plan._root_plan_id = plan_id
+        df._plan._root_plan_id = level_id
     return df
-
-
-def _plan_id(df: Any) -> int:
-    plan = df._plan
-    if getattr(plan, "_plan_id_with_rel", None) is not None:
-        raise ValueError("a plan with relations keeps its own ids")
-    return int(plan._root_plan_id)

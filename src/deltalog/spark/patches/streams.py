@@ -23,28 +23,42 @@ from collections.abc import Callable
 from typing import Any
 
 from deltalog import errors
+from deltalog.catalog import not_found
 from deltalog.spark import captured
-from deltalog.spark.patches.dataframe_io import _is_delta, _state, _wrap_builder, reader_session
+from deltalog.spark.patches import patch
+from deltalog.spark.patches.builders import (
+    builder_state,
+    is_delta,
+    partition_columns,
+    reader_session,
+    record_builder,
+)
+from deltalog.spark.patches.patch import patch_classes, wrap
+from deltalog.spark.read.options import STREAMING_MARKER
 from deltalog.spark.session import pyspark_classes
+from deltalog.spark.streaming.query import delta_sink_query
+from deltalog.spark.streaming.sink import DeltaStreamSink
+
+BRIDGED = "_deltalog_bridged"
 
 
 def install_streaming() -> None:
     """Bridge the streaming reader and writer classes (idempotent)."""
-    for reader in _classes("DataStreamReader"):
-        if getattr(reader, "_deltalog_bridged", False):
-            continue
-        _wrap_builder(reader)
-        setattr(reader, "load", _bridged_load(getattr(reader, "load")))  # noqa: B009, B010
-        setattr(reader, "table", _bridged_read_table(getattr(reader, "table")))  # noqa: B009, B010
-        setattr(reader, "_deltalog_bridged", True)  # noqa: B010
-    for writer in _classes("DataStreamWriter"):
-        if getattr(writer, "_deltalog_bridged", False):
-            continue
-        _wrap_builder(writer)
-        _record_output_mode(writer)
-        setattr(writer, "start", _bridged_start(getattr(writer, "start")))  # noqa: B009, B010
-        setattr(writer, "toTable", _bridged_to_table(getattr(writer, "toTable")))  # noqa: B009, B010
-        setattr(writer, "_deltalog_bridged", True)  # noqa: B010
+    patch_classes(_classes("DataStreamReader"), BRIDGED, _patch_reader)
+    patch_classes(_classes("DataStreamWriter"), BRIDGED, _patch_writer)
+
+
+def _patch_reader(cls: type) -> None:
+    record_builder(cls)
+    wrap(cls, "load", _bridged_load)
+    wrap(cls, "table", _bridged_read_table)
+
+
+def _patch_writer(cls: type) -> None:
+    record_builder(cls)
+    patch.record(cls, "outputMode", builder_state, _note_output_mode)
+    wrap(cls, "start", _bridged_start)
+    wrap(cls, "toTable", _bridged_to_table)
 
 
 def _classes(name: str) -> list[type]:
@@ -53,27 +67,17 @@ def _classes(name: str) -> list[type]:
     )
 
 
-def _record_output_mode(cls: type) -> None:
-    original = getattr(cls, "outputMode")  # noqa: B009
-
-    @functools.wraps(original)
-    @captured.surfaces
-    def output_mode(self: Any, outputMode: str) -> Any:
-        _state(self)["output_mode"] = outputMode
-        return original(self, outputMode)
-
-    setattr(cls, "outputMode", output_mode)  # noqa: B010
+def _note_output_mode(state: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    state["output_mode"] = args[0] if args else kwargs.get("outputMode")
 
 
 def _bridged_load(original: Callable[..., Any]) -> Callable[..., Any]:
-    from deltalog.spark.read.load import STREAMING_MARKER
-
     @functools.wraps(original)
     @captured.surfaces
     def load(
         self: Any, path: str | None = None, format: str | None = None, schema: Any = None, **kw: Any
     ) -> Any:
-        if _is_delta(_state(self), format):
+        if is_delta(builder_state(self), format):
             self.option(STREAMING_MARKER, "true")
         return original(self, path, format, schema, **kw)
 
@@ -92,19 +96,14 @@ def _bridged_start(original: Callable[..., Any]) -> Callable[..., Any]:
         queryName: str | None = None,
         **options: Any,
     ) -> Any:
-        state = _state(self)
-        if not _is_delta(state, format):
+        state = builder_state(self)
+        if not is_delta(state, format):
             return original(self, path, format, outputMode, partitionBy, queryName, **options)
-        from deltalog.spark.streaming.query import delta_sink_query
-        from deltalog.spark.streaming.sink import DeltaStreamSink
-
         merged = {**state["options"], **options}
         target = path or merged.get("path")
         if target is None:
             raise errors.invalid_argument("'path' is not specified: use .start(path)")
-        columns = state["partition_by"]
-        if partitionBy is not None:
-            columns = [partitionBy] if isinstance(partitionBy, str) else list(partitionBy)
+        columns = partition_columns(state["partition_by"], partitionBy)
         sink = DeltaStreamSink.create(
             str(target), outputMode or state.get("output_mode"), columns, merged
         )
@@ -122,18 +121,18 @@ def _bridged_read_table(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     @captured.surfaces
     def table(self: Any, tableName: str) -> Any:
+        # Table names need sqlglot (the spark extra): import on use.
         from deltalog.spark.write.by_name import is_delta_name
 
-        state = _state(self)
+        state = builder_state(self)
         spark = reader_session(self)
-        if state["format"] is not None and not _is_delta(state, None):
+        if state["format"] is not None and not is_delta(state, None):
             return original(self, tableName)
         if not is_delta_name(spark, tableName):
-            if _is_delta(state, None):
-                from deltalog.catalog import not_found
-
+            if is_delta(state, None):
                 raise not_found(tableName)
             return original(self, tableName)
+        # Table names need sqlglot (the spark extra): import on use.
         from deltalog.spark import names
 
         target = names.require(spark, names.parse_identifier(tableName))
@@ -154,12 +153,15 @@ def _bridged_to_table(original: Callable[..., Any]) -> Callable[..., Any]:
         queryName: str | None = None,
         **options: Any,
     ) -> Any:
+        # Table names need sqlglot (the spark extra): import on use.
         from deltalog.spark import names
+
+        # Table names need sqlglot (the spark extra): import on use.
         from deltalog.spark.write.by_name import is_delta_name
 
-        state = _state(self)
+        state = builder_state(self)
         spark = self._spark if hasattr(self, "_spark") else self._session
-        explicit = _is_delta(state, format)
+        explicit = is_delta(state, format)
         # Delta when asked for, or for a Delta name when no other format was chosen.
         other_format = (format or state["format"]) is not None and not explicit
         if not explicit and (other_format or not is_delta_name(spark, tableName)):

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from deltalog.spark import captured
+from deltalog.spark.patches.builders import FORMATS, writer_dataframe
+from deltalog.spark.patches.patch import Update, patch_classes, record, wrap
 from deltalog.spark.session import pyspark_classes
 
 _STATE = "_deltalog_v2_state"
@@ -22,11 +24,7 @@ _STATE = "_deltalog_v2_state"
 
 def install() -> None:
     """Wrap the writer classes. Idempotent."""
-    for cls in _classes():
-        if getattr(cls, "_deltalog_bridged", False):
-            continue
-        _wrap(cls)
-        cls._deltalog_bridged = True  # type: ignore[attr-defined]
+    patch_classes(_classes(), "_deltalog_bridged", _wrap)
 
 
 def _classes() -> list[type]:
@@ -56,25 +54,17 @@ def _wrap(cls: type) -> None:
 
     cls.__init__ = __init__  # type: ignore[misc]
 
-    def record(name: str, update: Callable[[dict[str, Any], tuple, dict], None]) -> None:
-        original = getattr(cls, name)
+    def note(name: str, update: Update) -> None:
+        record(cls, name, _state, update)
 
-        @functools.wraps(original)
-        @captured.surfaces
-        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            update(_state(self), args, kwargs)
-            return original(self, *args, **kwargs)
-
-        setattr(cls, name, wrapper)
-
-    record("using", lambda s, a, k: s.__setitem__("using", a[0] if a else k.get("provider")))
-    record("option", lambda s, a, k: s["options"].__setitem__(a[0], a[1]) if len(a) > 1 else None)
-    record("options", lambda s, a, k: s["options"].update(k))
-    record(
+    note("using", lambda s, a, k: s.__setitem__("using", a[0] if a else k.get("provider")))
+    note("option", lambda s, a, k: s["options"].__setitem__(a[0], a[1]) if len(a) > 1 else None)
+    note("options", lambda s, a, k: s["options"].update(k))
+    note(
         "tableProperty",
         lambda s, a, k: s["properties"].__setitem__(a[0], a[1]) if len(a) > 1 else None,
     )
-    record("partitionedBy", lambda s, a, k: s.__setitem__("partition_by", _names(a)))
+    note("partitionedBy", lambda s, a, k: s.__setitem__("partition_by", _names(a)))
 
     terminals: dict[str, Callable[[Any, tuple], None]] = {
         "create": lambda w, a: w.create(),
@@ -85,7 +75,7 @@ def _wrap(cls: type) -> None:
         "overwritePartitions": lambda w, a: w.overwrite_partitions(),
     }
     for name, run in terminals.items():
-        setattr(cls, name, _terminal(getattr(cls, name), run))
+        wrap(cls, name, functools.partial(_terminal, run=run))
 
 
 def _terminal(
@@ -104,13 +94,13 @@ def _terminal(
 
 
 def _delta_writer(self: Any) -> Any:
-    from deltalog.spark.patches.dataframe_io import _FORMATS, _dataframe
+    # The spark extra (sqlglot), which table names need, is optional.
     from deltalog.spark.write.by_name import DeltaWriterV2, is_delta_name
 
     state = _state(self)
     provider = state["using"]
-    df = _dataframe(self)
-    if provider is not None and str(provider).lower() not in _FORMATS:
+    df = writer_dataframe(self)
+    if provider is not None and str(provider).lower() not in FORMATS:
         return None
     if provider is None and not is_delta_name(df.sparkSession, state["table"]):
         return None

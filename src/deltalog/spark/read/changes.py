@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import functions as F
 
 from deltalog.change_data_feed import (
     ALL_ROWS,
@@ -46,18 +47,12 @@ from deltalog.change_data_feed import (
 from deltalog.partition_values import typed_partition_values
 from deltalog.scan.plan import partitions_from_paths, spark_file_uris
 from deltalog.schema import PrimitiveType, StructField, StructType
-from deltalog.spark.read.scan import (
-    FIELD_ID_READ,
-    FILE,
-    ROW,
-    arrow_to_df,
-    logical_columns,
-    physical_field,
-    read_files_or_raise,
-)
+from deltalog.spark.read.common import FIELD_ID_READ, FILE, ROW, arrow_to_df, read_files_or_raise
+from deltalog.spark.read.scan import logical_columns, physical_field
+from deltalog.spark.read.seam_scan import changes_through_seam
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import conf_get, ensure_no_listing_job
-from deltalog.spark.storage import changes_through_seam, jvm_reads
+from deltalog.spark.storage import jvm_reads
 from deltalog.table_properties import parse_byte_size
 
 if TYPE_CHECKING:
@@ -207,8 +202,6 @@ def _bulk_groups(plan: ChangePlan, data: pa.Table) -> tuple[list[pa.Table], pa.T
 
 def _bulk_scan(spark: Any, plan: ChangePlan, group: pa.Table, store: LogStore) -> Any:
     """The rows of one :func:`_bulk_groups` group, with the change columns as literals."""
-    from pyspark.sql import functions as F
-
     snapshot = plan.snapshot
     mode = snapshot.column_mapping_mode
     fields = StructType(tuple(physical_field(f, mode) for f in snapshot.schema.fields))
@@ -250,8 +243,6 @@ def scan_tasks(spark: Any, total_bytes: int) -> int | None:
 def _select_rows(spark: Any, plan: ChangePlan, files: pa.Table, df: Any) -> Any:
     """Rows of data files as the plan rows ``files`` select them (all, all but a DV's, only
     listed ones)."""
-    from pyspark.sql import functions as F
-
     modes = set(pc.unique(files["mode"]).to_pylist())
     if modes == {ALL_ROWS}:
         return df.drop(SPEC, MODE, ROW)
@@ -274,8 +265,6 @@ def _select_rows(spark: Any, plan: ChangePlan, files: pa.Table, df: Any) -> Any:
 def _specs(spark: Any, plan: ChangePlan, files: pa.Table, mode: str) -> Any:
     """The plan rows ``files`` as a DataFrame keyed by Spark's file URI, with typed partition
     values."""
-    from pyspark.sql import functions as F
-
     snapshot = plan.snapshot
     raw = [dict(pv or []) for pv in files["partitionValues"].to_pylist()]
     columns: dict[str, Any] = {

@@ -22,6 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.scan.plan import spark_file_uris
+from deltalog.spark.read.common import newline_joined, read_parquet_files
+from deltalog.spark.session import is_connect
 
 MIN_FILES = 256
 
@@ -29,8 +31,6 @@ MIN_FILES = 256
 def listed_read(spark: Any, schema: Any, paths: pa.Array, base_path: str | None) -> Any | None:
     """Spark's parquet reader over the directories of ``paths`` (local files), or ``None``
     when that would not read exactly ``paths``."""
-    from deltalog.spark.session import is_connect
-
     if len(paths) < MIN_FILES or is_connect(spark):
         return None
     files = paths.to_pylist()
@@ -41,8 +41,6 @@ def listed_read(spark: Any, schema: Any, paths: pa.Array, base_path: str | None)
         return None  # without a hive layout only one directory keeps the partitioning as is
     if _nested(directories) or _walk(directories) != set(files):
         return None
-    from deltalog.spark.read.scan import read_parquet_files
-
     df = read_parquet_files(spark, schema, directories, base_path)
     return df if _lists_exactly(spark, df, paths) else None
 
@@ -90,8 +88,6 @@ def _lists_exactly(spark: Any, df: Any, paths: pa.Array) -> bool:
     """Whether the file index of ``df`` (a read of directories) holds exactly ``paths``,
     compared in the JVM: the expected names cross py4j as one string, nothing comes back but
     the answer (4,000 names sent back cost ~50 ms to decode)."""
-    from deltalog.spark.read.scan import newline_joined
-
     # The index names files ``file:///p``; Spark's URI of a local path is ``file:/p``.
     uris = spark_file_uris(paths)
     names = pc.binary_join_element_wise("file://", pc.utf8_slice_codeunits(uris, 5), "")

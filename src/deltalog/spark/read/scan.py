@@ -19,39 +19,34 @@ The join key is ``_metadata.file_path``, which Spark derives from the path throu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.scan.plan import (
-    FILE,
-    ROW,
     UNREADABLE,
     ScanInputs,
     jvm_readable,
-    local_paths,
     scan_inputs,
     snapshot_inputs,
     spark_file_uri,  # noqa: F401  (re-exported: the scan's join key)
-    spark_file_uris,
 )
 from deltalog.schema import StructField, StructType, map_fields
 from deltalog.schema import (
     read_schema as visible_schema,
 )
+from deltalog.spark.read.common import FIELD_ID_READ, FILE, ROW, arrow_to_df, read_files_or_raise
+from deltalog.spark.read.delta_read import DeltaRead, tag, tag_filtered
 from deltalog.spark.read.listed import listed_read
+from deltalog.spark.read.seam_scan import read_through_seam, seam_dataframe
 from deltalog.spark.schema import to_spark_schema
-from deltalog.spark.session import conf_get, ensure_no_listing_job, is_connect, reader, session_conf
-from deltalog.spark.storage import jvm_reads, note_path, read_through_seam
+from deltalog.spark.session import conf_get, ensure_no_listing_job
+from deltalog.spark.storage import jvm_reads, note_path
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.storage.base import LogStore
-
-FIELD_ID_READ = "spark.sql.parquet.fieldId.read.enabled"
 
 
 def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | None = None) -> Any:
@@ -59,7 +54,8 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
 
     ``where`` is a SQL filter: files it rules out by partition values or statistics are not
     read at all (:mod:`deltalog.scan.skipping`), and the filter is applied to the rows read.
-    Filters applied to the result skip files the same way (:mod:`deltalog.spark.patches.pushdown`).
+    The result is tagged (:mod:`~deltalog.spark.read.delta_read`): filters applied to it skip
+    files the same way where the entry point installed :mod:`deltalog.spark.patches.pushdown`.
 
     Raises:
         InvalidTableError: a data file named in the log is missing.
@@ -68,8 +64,6 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
     if not jvm_reads(spark, snapshot.table_root):  # an object store without its Hadoop jars
         df = read_through_seam(spark, snapshot.table_root, snapshot.version)
         return df.where(where) if where else df
-    from deltalog.spark.patches.pushdown import DeltaRead, tag, tag_filtered
-
     _check_spark_supports(spark, snapshot)
     if not where:
         inputs = snapshot_inputs(snapshot, store)
@@ -79,12 +73,6 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
     return tag_filtered(
         scan_dataframe(spark, snapshot, store, files), where, DeltaRead(snapshot, store)
     )
-
-
-def file_keys(snapshot: Snapshot, files: pa.Table) -> list[str]:
-    """Each file's ``_metadata.file_path`` as Spark reports it (the join key of row ids)."""
-    paths = local_paths(snapshot.table_root, files["path"])
-    return [str(k) for k in spark_file_uris(paths).to_pylist()]
 
 
 def scan_dataframe(
@@ -98,8 +86,8 @@ def scan_dataframe(
 ) -> Any:
     """The live rows of ``files`` (rows of ``all_files_arrow()``; or those ``inputs`` were
     built from) with the table's logical columns; with ``row_ids``, also :data:`FILE` (the
-    :func:`file_keys` value of each row's file) and :data:`ROW` (its physical row index),
-    which deletion vectors are made of.
+    :func:`~deltalog.spark.read.common.file_keys` value of each row's file) and :data:`ROW`
+    (its physical row index), which deletion vectors are made of.
 
     On an object store the session's JVM cannot reach (no Hadoop connector), the files are
     read in Python tasks through the storage seam instead (:mod:`deltalog.spark.read.seam_scan`),
@@ -110,8 +98,6 @@ def scan_dataframe(
         UnsupportedFeatureError: a file path Spark's file source cannot read as given.
     """
     if not jvm_reads(spark, snapshot.table_root):  # an object store without its Hadoop jars
-        from deltalog.spark.read.seam_scan import seam_dataframe
-
         assert files is not None, "the storage seam's scan reads given files"
         return seam_dataframe(spark, snapshot, files, row_ids=row_ids)
     note_path(snapshot.table_root, "scan", jvm=True)
@@ -190,39 +176,6 @@ def scan_files(spark: Any, snapshot: Snapshot, where: str | None) -> pa.Table:
     return snapshot.files_for_filter(where, time_zone=zone)
 
 
-def read_parquet_files(
-    spark: Any, schema: Any, paths: Sequence[str] | pa.Array, base_path: str | None = None
-) -> Any:
-    """Spark's parquet reader over exactly ``paths`` (partition columns from the directories
-    under ``base_path`` when given: ``schema`` then names them too).
-
-    On a classic session the list crosses py4j as one string split in the JVM: PySpark's own
-    conversion makes one gateway round trip per path (seconds for 10k files).
-    """
-    read = reader(spark).schema(schema)
-    if base_path is not None:
-        read = read.option("basePath", base_path)
-    joined = newline_joined(paths)
-    if is_connect(spark) or joined is None:
-        listed = paths.to_pylist() if isinstance(paths, pa.Array) else list(paths)
-        return read.parquet(*listed)
-    from pyspark.sql import DataFrame
-
-    jvm = spark.sparkContext._jvm
-    seq = jvm.scala.io.Source.fromString(joined).getLines().toList()
-    return DataFrame(read._jreader.parquet(seq), spark)
-
-
-def newline_joined(paths: Sequence[str] | pa.Array) -> str | None:
-    """The paths joined by newlines (``None`` when a path has a line break)."""
-    if not isinstance(paths, pa.Array):
-        paths = pa.array(list(paths), pa.string())
-    if pc.any(pc.match_substring_regex(paths, "[\\r\\n]")).as_py():
-        return None
-    whole = pa.ListArray.from_arrays(pa.array([0, len(paths)], pa.int32()), paths)
-    return str(pc.binary_join(whole, "\n")[0].as_py())
-
-
 def nullable_type(t: Any) -> Any:
     """``t`` with every nested field, element and value nullable (a cast target Spark accepts)."""
     from pyspark.sql import types as T
@@ -287,55 +240,3 @@ def check_readable(table_root: str, paths: pa.Array) -> None:
         table=table_root,
         help='read it with spark.read.format("delta").load(path), which can.',
     )
-
-
-def read_files_or_raise(
-    spark: Any,
-    schema: Any,
-    paths: Sequence[str] | pa.Array,
-    table_root: str,
-    store: LogStore,
-    *,
-    base_path: str | None = None,
-) -> Any:
-    """:func:`read_parquet_files`, with a missing file reported as a typed error naming it.
-
-    Spark checks every path while planning (it stats them anyway); only when it fails are the
-    paths checked here, to name the missing one.
-
-    Raises:
-        InvalidTableError: a data file named in the log does not exist (DELTA_FILE_NOT_FOUND).
-    """
-    try:
-        return read_parquet_files(spark, schema, paths, base_path)
-    except Exception as e:
-        listed = paths.to_pylist() if isinstance(paths, pa.Array) else paths
-        missing = next((p for p in listed if not store.exists(p)), None)
-        if missing is None:
-            raise
-        raise errors.InvalidTableError(
-            "DELTA_FILE_NOT_FOUND",
-            f"data file {missing}, named in the log, does not exist.",
-            table=table_root,
-            help="restore the file, or repair the table (FSCK) to drop it from the log.",
-        ) from e
-
-
-def arrow_to_df(spark: Any, table: pa.Table, *, local: bool = True) -> Any:
-    """A small Arrow table as a DataFrame (Arrow directly on Spark 4; rows on 3.5, because a
-    pandas round trip would turn null numbers into NaN).
-
-    ``local=False`` (classic sessions): the rows become an RDD rather than a ``LocalRelation``.
-    Every analysis of a plan holding a ``LocalRelation`` costs in proportion to its rows
-    (measured: 100k rows joined into a plan built with a few ``withColumn``, 0.1-0.3 s against
-    0.05 s), so tables of many rows that later plans build on take this form.
-    """
-    if not local and getattr(spark, "_jsparkSession", None) is not None:
-        with session_conf(spark, "spark.sql.execution.arrow.localRelationThreshold", "0"):
-            return arrow_to_df(spark, table)
-    try:
-        return spark.createDataFrame(table)
-    except (TypeError, ValueError):
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        return spark.createDataFrame(table.to_pylist(), from_arrow_schema(table.schema))

@@ -1,6 +1,7 @@
 """Scanning data files through deltalog's storage seam in Spark's Python workers: the read side
 of DML, MERGE and OPTIMIZE on an object store the session's JVM cannot reach (no Hadoop
-connector jars).
+connector jars), and the loads of the ``deltalog`` Python data source that read a snapshot or a
+change feed there (:func:`read_through_seam`, :func:`changes_through_seam`).
 
 :func:`seam_dataframe` is the stand-in for :func:`deltalog.spark.read.scan.scan_dataframe`'s JVM
 parquet scan, with the same columns: the table's logical columns and, with ``row_ids``,
@@ -20,15 +21,22 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+from pyspark.sql import types as T
 
+from deltalog.actions import DeletionVectorDescriptor
 from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logical
+from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.paths import resolve
-from deltalog.scan.plan import FILE, ROW
+from deltalog.scan.file_groups import group_files
+from deltalog.spark.read.common import FILE, ROW, file_keys
+from deltalog.spark.schema import to_spark_schema
+from deltalog.spark.storage import note_path
+from deltalog.storage import register, store_for
 from deltalog.storage.options import StorageOptions, registered
 
 if TYPE_CHECKING:
@@ -51,13 +59,6 @@ class SeamFile:
 def seam_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table, *, row_ids: bool) -> Any:
     """The live rows of ``files`` (rows of ``snapshot.all_files_arrow()``), read in Python
     tasks through the storage seam; the same columns as ``scan_dataframe`` gives."""
-    from pyspark.sql import types as T
-
-    from deltalog.scan.file_groups import group_files
-    from deltalog.spark.read.scan import file_keys
-    from deltalog.spark.schema import to_spark_schema
-    from deltalog.spark.storage import note_path
-
     root = snapshot.table_root
     schema = to_spark_schema(snapshot.schema)
     if row_ids:
@@ -100,8 +101,6 @@ class SeamRead:
         self.storage = storage
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from deltalog.storage import register
-
         if self.storage.items:
             register(self.layout.table_root, self.storage)  # this worker's store_for finds them
         for batch in batches:
@@ -115,10 +114,6 @@ class SeamRead:
 def read_seam_file(layout: TableLayout, file: SeamFile, row_ids: bool) -> pa.Table:
     """One data file's live rows as the table's logical columns (with FILE and ROW when
     ``row_ids``: ROW is the physical index, counted before deleted rows are dropped)."""
-    from deltalog.actions import DeletionVectorDescriptor
-    from deltalog.deletion_vectors import read_deletion_vector
-    from deltalog.storage import store_for
-
     data = read_parquet(file.path, layout.table_root)
     index = pa.table({ROW: pa.array(np.arange(data.num_rows, dtype=np.int64))})
     if file.deletion_vector is not None:
@@ -137,3 +132,31 @@ def read_seam_file(layout: TableLayout, file: SeamFile, row_ids: bool) -> pa.Tab
         return logical
     keys = pa.array([file.key] * logical.num_rows, pa.string())
     return logical.append_column(FILE, keys).append_column(ROW, index.column(ROW))
+
+
+def read_through_seam(spark: Any, table_root: str, version: int) -> Any:
+    """The rows of ``table_root`` at ``version`` read by the ``deltalog`` Python data source,
+    whose workers fetch the files through the storage seam with this bucket's options."""
+    return load_through_seam(spark, table_root, {"versionAsOf": str(version)})
+
+
+def changes_through_seam(spark: Any, table_root: str, start: int, end: int) -> Any:
+    """The change feed of versions ``start`` to ``end`` (both included) read by the
+    ``deltalog`` Python data source through the storage seam."""
+    options = {"readChangeFeed": "true", "startingVersion": str(start), "endingVersion": str(end)}
+    return load_through_seam(spark, table_root, options)
+
+
+def load_through_seam(spark: Any, table_root: str, options: Mapping[str, str]) -> Any:
+    """A load of the ``deltalog`` Python data source with ``options`` and this bucket's
+    storage options (its planner runs in a Python worker of its own, which sees only the
+    load's options; Spark's plans do not show them)."""
+    # PySpark 4.0+ only (Python data sources): imported when a load needs it.
+    from deltalog.spark.read.data_source import DeltalogDataSource
+
+    spark.dataSource.register(DeltalogDataSource)
+    reader = spark.read.format("deltalog").options(**options)
+    for key, value in registered(table_root).items:
+        reader = reader.option(key, value)
+    note_path(table_root, "read", jvm=False)
+    return reader.load(table_root)

@@ -18,14 +18,20 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import StorageLevel, TaskContext
+from pyspark.sql import functions as F
 
 from deltalog import errors
-from deltalog.actions import ADD_SCHEMA, REMOVE_SCHEMA, REPLAY_SCHEMA
+from deltalog.actions import ADD_SCHEMA, REMOVE_SCHEMA, REPLAY_SCHEMA, Sidecar
 from deltalog.fields import conform_table
+from deltalog.log.checkpoint_writer import WrittenSidecar, file_rows, write_sidecar
 from deltalog.log.reader import checkpoint_sidecar_paths
 from deltalog.log.replay import InMemoryLogReplay
 from deltalog.spark.read.log_schema import FILE_LOG_SCHEMA, REPLAY_LOG_SCHEMA, log_schema
 from deltalog.spark.session import conf_get, ensure_no_listing_job, reader, to_arrow
+from deltalog.spark.storage import register_session
+from deltalog.storage import store_for
 
 if TYPE_CHECKING:
     from deltalog.log.segment import LogSegment
@@ -90,8 +96,6 @@ class SparkState:
         return self._collect("remove", REMOVE_SCHEMA)
 
     def _collect(self, key: str, struct: pa.StructType) -> pa.Table:
-        from pyspark.sql import functions as F
-
         if key in self._collected:
             return self._collected[key]
         try:
@@ -130,9 +134,6 @@ def reconstruct(
     min_file_retention_timestamp: int | None,
 ) -> Any:
     """The file state of ``segment`` (``add`` / ``remove`` rows), persisted."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
     # Only file actions cross into Python: the driver already replayed the non-file actions, and
     # Spark's Arrow conversion of nested log rows is what this job spends its time on.
     actions = load_actions(spark, segment, sidecars)
@@ -155,8 +156,6 @@ def reconstruct(
 def load_actions(spark: Any, segment: LogSegment, sidecars: list[str]) -> Any:
     """Checkpoint rows (with ``sidecars``) and commit rows of ``segment`` as one DataFrame with a
     version column."""
-    from pyspark.sql import functions as F
-
     ensure_no_listing_job(spark)
     frames = []
     if segment.checkpoint is not None:
@@ -243,12 +242,6 @@ def write_sidecars(
     Raises:
         InternalError: ``DELTA_CHECKPOINT_SNAPSHOT_MISMATCH``.
     """
-    from pyspark.sql import functions as F
-
-    from deltalog.actions import Sidecar
-    from deltalog.log.checkpoint_writer import WrittenSidecar
-    from deltalog.spark.storage import register_session
-
     threshold = int(
         conf_get(state.spark, CHECKPOINT_THRESHOLD_KEY, str(DEFAULT_CHECKPOINT_THRESHOLD))
     )
@@ -283,12 +276,6 @@ def _sidecar_task(
     batches: Iterator[pa.RecordBatch], *, log_root: str, version: int, count: int, options: Any
 ) -> Iterator[pa.RecordBatch]:
     """Runs on executors: this partition's add/remove rows as one sidecar."""
-    import pyarrow.compute as pc
-    from pyspark import TaskContext
-
-    from deltalog.log.checkpoint_writer import file_rows, write_sidecar
-    from deltalog.storage import store_for
-
     tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
     if not tables:
         return

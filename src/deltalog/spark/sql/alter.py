@@ -11,11 +11,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from deltalog.commands.ddl import alter_columns
+from sqlglot import exp
+
+from deltalog import errors
+from deltalog.catalog import TableEntry
+from deltalog.commands.ddl import alter_columns, show
+from deltalog.commands.ddl.show import spark_simple_string
+from deltalog.commands.optimize.plan import clustering_columns
 from deltalog.delta_log import DeltaLog
-from deltalog.schema import DataType, parse_schema
+from deltalog.schema import DataType, drop_column_mapping_metadata, parse_schema
 from deltalog.spark import names
-from deltalog.spark.sql.dml import empty
+from deltalog.spark.api.columns import sql_type_json
+from deltalog.spark.sql.common import NOT_DELTA, empty, table_ref
 from deltalog.sql.statements import (
     AlterColumn,
     ClusterBy,
@@ -32,8 +39,6 @@ def _target(spark: Any, statement: Any) -> names.Target | None:
 
 
 def alter_column(spark: Any, s: AlterColumn) -> Any:
-    from deltalog.spark.sql.dispatch import NOT_DELTA
-
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -44,8 +49,6 @@ def alter_column(spark: Any, s: AlterColumn) -> Any:
 
 
 def rename_column(spark: Any, s: RenameColumn) -> Any:
-    from deltalog.spark.sql.dispatch import NOT_DELTA
-
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -54,8 +57,6 @@ def rename_column(spark: Any, s: RenameColumn) -> Any:
 
 
 def drop_columns(spark: Any, s: DropColumns) -> Any:
-    from deltalog.spark.sql.dispatch import NOT_DELTA
-
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -64,8 +65,6 @@ def drop_columns(spark: Any, s: DropColumns) -> Any:
 
 
 def cluster_by(spark: Any, s: ClusterBy) -> Any:
-    from deltalog.spark.sql.dispatch import NOT_DELTA
-
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -76,9 +75,6 @@ def cluster_by(spark: Any, s: ClusterBy) -> Any:
 def show_create_table(spark: Any, s: ShowCreateTable) -> Any:
     """delta-spark's ``SHOW CREATE TABLE``: one row, ``createtab_stmt``. A managed table shows
     no LOCATION; path tables are named ``delta.`path```."""
-    from deltalog.commands.ddl import show
-    from deltalog.spark.sql.dispatch import NOT_DELTA
-
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -96,10 +92,6 @@ def show_create_table(spark: Any, s: ShowCreateTable) -> Any:
 def set_location(spark: Any, s: SetLocation) -> Any:
     """``ALTER TABLE name SET LOCATION 'path'``: the name now means the Delta table at
     ``path``, which must have the same schema and partitioning (as delta-spark checks)."""
-    from deltalog import errors
-    from deltalog.catalog import TableEntry
-    from deltalog.spark.sql.dispatch import NOT_DELTA
-
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -132,8 +124,6 @@ def set_location(spark: Any, s: SetLocation) -> Any:
 
 def _plain_schema(snapshot: Any) -> tuple[Any, ...]:
     """Schema and partitioning without deltalog-internal field metadata (column mapping)."""
-    from deltalog.schema import drop_column_mapping_metadata
-
     return (
         drop_column_mapping_metadata(snapshot.schema),
         tuple(p.lower() for p in snapshot.metadata.partition_columns),
@@ -144,11 +134,6 @@ def describe_table(spark: Any, statement: Parsed) -> Any:
     """``DESCRIBE [TABLE] t`` of a Delta table: Spark's v2 answer (``col_name``,
     ``data_type``, ``comment``), with the partitioning or clustering section. EXTENDED and
     column forms go to Spark over deltalog's read (:data:`NOT_DELTA` here)."""
-    from sqlglot import exp
-
-    from deltalog.commands.ddl.show import spark_simple_string
-    from deltalog.spark.sql.dispatch import NOT_DELTA, table_ref
-
     node = statement.expression
     table = node.this
     if node.args.get("style") or node.args.get("partition") or not isinstance(table, exp.Table):
@@ -157,7 +142,6 @@ def describe_table(spark: Any, statement: Parsed) -> Any:
     target = None if ref is None or table.args.get("version") else names.resolve(spark, ref)
     if target is None:
         return NOT_DELTA
-    from deltalog.commands.optimize.plan import clustering_columns
 
     snapshot = DeltaLog.for_table(target.path).update()
     schema = snapshot.schema
@@ -187,9 +171,7 @@ def _uri(root: str) -> str:
 
 def _data_type(spark: Any, text: str) -> DataType:
     """A type's SQL text as deltalog's type (Spark parses it, as for CREATE TABLE)."""
-    from deltalog.spark.api.delta_table import DeltaTableBuilder
-
-    type_json = DeltaTableBuilder(spark, "create")._type_json(text)
+    type_json = sql_type_json(spark, text)
     field = {"name": "c", "type": type_json, "nullable": True, "metadata": {}}
     return parse_schema(json.dumps({"type": "struct", "fields": [field]})).fields[0].type
 

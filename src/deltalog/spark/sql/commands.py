@@ -17,11 +17,18 @@ from __future__ import annotations
 from typing import Any
 
 from deltalog import errors
+from deltalog.catalog import already_exists
+from deltalog.commands.clone import clone
+from deltalog.commands.ddl.protocol_change import unset_table_properties
+from deltalog.commands.ddl.show import table_properties
 from deltalog.paths import location_uri
 from deltalog.spark import names
-from deltalog.spark.patches.catalog import like
+from deltalog.spark.api.delta_table import DeltaTable
+from deltalog.spark.api.describe import DETAIL_SCHEMA
+from deltalog.spark.commands.manage import convert, timestamp_ms
+from deltalog.spark.names import VIEW_PREFIX, like
 from deltalog.spark.sql import alter
-from deltalog.spark.sql.dml import empty
+from deltalog.spark.sql.common import empty, spark_sql
 from deltalog.sql.statements import (
     Clone,
     ConvertToDelta,
@@ -51,8 +58,6 @@ def run(spark: Any, statement: Any) -> Any:
 
 
 def _table(spark: Any, ref: Any) -> Any:
-    from deltalog.spark.api.delta_table import DeltaTable
-
     return DeltaTable.forPath(spark, names.require(spark, ref).path)
 
 
@@ -61,8 +66,6 @@ def _history(spark: Any, s: DescribeHistory) -> Any:
 
 
 def _detail(spark: Any, s: DescribeDetail) -> Any:
-    from deltalog.spark.api.delta_table import DETAIL_SCHEMA
-
     target = names.require(spark, s.table)
     df = _table(spark, s.table).detail()
     if target.entry is None:
@@ -97,8 +100,6 @@ def _restore(spark: Any, s: Restore) -> Any:
 
 
 def _convert(spark: Any, s: ConvertToDelta) -> Any:
-    from deltalog.spark.commands.manage import convert
-
     if s.provider is None or s.table.path is None:
         raise errors.invalid_argument(
             f"CONVERT TO DELTA {s.table}: deltalog converts parquet.`/path` directories",
@@ -109,9 +110,6 @@ def _convert(spark: Any, s: ConvertToDelta) -> Any:
 
 
 def _clone(spark: Any, s: Clone) -> Any:
-    from deltalog.commands.clone import clone
-    from deltalog.spark.commands.manage import timestamp_ms
-
     source = names.require(spark, s.source)
     existing = names.resolve(spark, s.target) if s.target.path is None else None
     if existing is not None and s.if_not_exists:
@@ -119,8 +117,6 @@ def _clone(spark: Any, s: Clone) -> Any:
     target, _ = names.new_target(spark, s.target, s.location)
     if existing is not None:
         if not s.replace:
-            from deltalog.catalog import already_exists
-
             assert existing.entry is not None
             raise already_exists(existing.entry.database, existing.entry.name)
         target = existing
@@ -156,15 +152,11 @@ def _generate(spark: Any, s: Generate) -> Any:
 
 
 def _unset(spark: Any, s: UnsetProperties) -> Any:
-    from deltalog.commands.ddl.protocol_change import unset_table_properties
-
     unset_table_properties(names.require(spark, s.table).path, s.keys, if_exists=s.if_exists)
     return empty(spark)
 
 
 def _show_properties(spark: Any, s: ShowProperties) -> Any:
-    from deltalog.commands.ddl.show import table_properties
-
     props = table_properties(_table(spark, s.table)._log.update())
     if s.key is not None:
         value = props.get(s.key)
@@ -184,8 +176,6 @@ def _show_columns(spark: Any, s: ShowColumns) -> Any:
 def _show_tables(spark: Any, s: ShowTables) -> Any:
     """Spark's answer plus deltalog's names of the database (its own temporary views
     hidden)."""
-    from deltalog.spark.sql.dispatch import VIEW_PREFIX, spark_sql
-
     database = s.database or names.current_database(spark)
     spark_tables = spark_sql(spark, s.text)
     visible = spark_tables.filter(~spark_tables["tableName"].startswith(VIEW_PREFIX))

@@ -9,15 +9,20 @@ table's files.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from typing import Any
 
 from sqlglot import exp
 
 from deltalog import errors
+from deltalog.catalog import TableEntry, already_exists
+from deltalog.commands.ddl.protocol_change import set_table_properties
+from deltalog.delta_log import DeltaLog
 from deltalog.spark import names
-from deltalog.spark.sql.dispatch import NOT_DELTA, table_ref
-from deltalog.spark.sql.dml import empty, property_pair, target_of
+from deltalog.spark.api.delta_table import DeltaTableBuilder, read_table
+from deltalog.spark.sql.common import NOT_DELTA, empty, table_ref, target_of
+from deltalog.spark.sql.dml import add_column, property_pair
 from deltalog.sql.statements import DIALECT, Parsed
 from deltalog.txn.operations import Operation
 
@@ -37,8 +42,6 @@ def alter(spark: Any, statement: Parsed) -> Any:
 
 
 def _alter_one(spark: Any, target: names.Target, action: exp.Expression) -> None:
-    from deltalog.commands.ddl.protocol_change import set_table_properties
-
     if isinstance(action, exp.AlterSet) and action.expressions:
         props = action.expressions[0]
         values = dict(property_pair(p) for p in props.expressions)
@@ -68,8 +71,6 @@ def _alter_one(spark: Any, target: names.Target, action: exp.Expression) -> None
 
 def _commit_metadata(target: names.Target, change: Any, operation: Operation) -> int:
     """One commit replacing the metadata with ``change(snapshot)``."""
-    from deltalog.delta_log import DeltaLog
-
     log = DeltaLog.for_table(target.path)
     txn = log.start_transaction()
     if txn.snapshot is None:
@@ -85,13 +86,10 @@ def _commit_metadata(target: names.Target, change: Any, operation: Operation) ->
 def add_columns(spark: Any, target: names.Target, columns: list[exp.Expression]) -> None:
     """``ADD COLUMNS (name type [NOT NULL] [COMMENT c], ...)``: nullable new columns at the
     end of the schema (NOT NULL is refused, as in delta-spark)."""
-    from deltalog.spark.api.delta_table import DeltaTableBuilder
-
     probe = DeltaTableBuilder(spark, "create")
-    from deltalog.spark.sql.dml import _add_column
 
     for column in columns:
-        probe = _add_column(probe, column)
+        probe = add_column(probe, column)
     added = probe._fields
     for f in added:
         if not f["nullable"]:
@@ -120,8 +118,6 @@ def add_columns(spark: Any, target: names.Target, columns: list[exp.Expression])
 
 def add_constraint(spark: Any, target: names.Target, name: str, expression: str) -> None:
     """``ADD CONSTRAINT name CHECK (expr)``: every existing row must satisfy it first."""
-    from deltalog.spark.api.delta_table import read_table
-
     key = CONSTRAINT_PREFIX + name.lower()
     # A NULL result violates too, as in delta-spark's constraint check.
     violating = read_table(spark, target.path).filter(f"NOT coalesce(({expression}), false)")
@@ -176,11 +172,6 @@ def rename(spark: Any, target: names.Target, new_name: exp.Expression) -> None:
     Raises:
         DeltaWriteError: ``TABLE_OR_VIEW_ALREADY_EXISTS`` when ``b`` is taken.
     """
-    import os
-
-    from deltalog.catalog import TableEntry, already_exists
-    from deltalog.delta_log import DeltaLog
-
     old = target.entry
     assert old is not None
     ref = table_ref(new_name) if isinstance(new_name, exp.Table) else None
@@ -211,7 +202,6 @@ def drop(spark: Any, statement: Parsed) -> Any:
     target = names.resolve(spark, refs[0])
     if target is None or target.entry is None:
         return NOT_DELTA  # Spark's table, or IF EXISTS / its own error
-    from deltalog.delta_log import DeltaLog
 
     names.catalog(spark).drop(target.entry.database, target.entry.name)
     DeltaLog.clear_cache()

@@ -1,7 +1,7 @@
 """Spark SQL statements on Delta tables, from sqlglot's AST to deltalog's APIs: DELETE, UPDATE,
 MERGE INTO, INSERT INTO/OVERWRITE and CREATE TABLE [AS SELECT].
 
-Each handler returns :data:`~deltalog.spark.sql.dispatch.NOT_DELTA` when its target is not a Delta
+Each handler returns :data:`~deltalog.spark.sql.common.NOT_DELTA` when its target is not a Delta
 table (the statement then goes to Spark unchanged), else delta-spark's result DataFrame: one
 ``num_affected_rows`` row for DELETE and UPDATE, MERGE's four counts, and no columns for
 INSERT and CREATE.
@@ -9,38 +9,27 @@ INSERT and CREATE.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from sqlglot import exp
 
 from deltalog import errors
+from deltalog.catalog import already_exists
+from deltalog.delta_log import DeltaLog
 from deltalog.spark import names
-from deltalog.spark.sql.dispatch import NOT_DELTA, query_dataframe, table_ref
+from deltalog.spark.api.delta_table import DeltaTable, DeltaTableBuilder
+from deltalog.spark.commands import dml as dml_commands
+from deltalog.spark.schema import to_spark_schema
+from deltalog.spark.sql.common import NOT_DELTA, empty, table_ref, target_of
+from deltalog.spark.sql.reads import query_dataframe
+from deltalog.spark.write.batch import write_dataframe
 from deltalog.sql.statements import DIALECT, Parsed
 
 AFFECTED_SCHEMA = "num_affected_rows long"
 
 
-def empty(spark: Any) -> Any:
-    """The no-column result of a command (what Spark returns for DDL and INSERT)."""
-    from pyspark.sql import types as T
-
-    return spark.createDataFrame([], T.StructType([]))
-
-
 def _sql(node: exp.Expression | None) -> str | None:
     return None if node is None else node.sql(dialect=DIALECT)
-
-
-def target_of(spark: Any, node: exp.Expression) -> names.Target | None:
-    """The Delta table a statement's target node names, or ``None``."""
-    if isinstance(node, exp.Schema):
-        node = node.this
-    if not isinstance(node, exp.Table):
-        return None
-    ref = table_ref(node)
-    return None if ref is None else names.resolve(spark, ref)
 
 
 def _unqualified(condition: exp.Expression, qualifiers: set[str]) -> exp.Expression:
@@ -63,8 +52,6 @@ def _qualifiers(node: exp.Table) -> set[str]:
 
 
 def _table(spark: Any, target: names.Target) -> Any:
-    from deltalog.spark.api.delta_table import DeltaTable
-
     return DeltaTable.forPath(spark, target.path)
 
 
@@ -87,12 +74,10 @@ def delete(spark: Any, statement: Parsed) -> Any:
     target = target_of(spark, node.this)
     if target is None:
         return NOT_DELTA
-    from deltalog.spark.commands.dml import delete as run
-
     where = node.args.get("where")
     condition = None if where is None else _sql(_unqualified(where.this, _qualifiers(node.this)))
     table = _table(spark, target)
-    version = run(spark, table._log, condition)
+    version = dml_commands.delete(spark, table._log, condition)
     rows = _metric(table, version, "numDeletedRows")
     return spark.createDataFrame([(rows,)], AFFECTED_SCHEMA)
 
@@ -102,8 +87,6 @@ def update(spark: Any, statement: Parsed) -> Any:
     target = target_of(spark, node.this)
     if target is None:
         return NOT_DELTA
-    from deltalog.spark.commands.dml import update as run
-
     qualifiers = _qualifiers(node.this)
     assignments = {}
     for eq in node.expressions:
@@ -113,7 +96,7 @@ def update(spark: Any, statement: Parsed) -> Any:
     where = node.args.get("where")
     condition = None if where is None else _sql(_unqualified(where.this, qualifiers))
     table = _table(spark, target)
-    version = run(spark, table._log, condition, assignments)
+    version = dml_commands.update(spark, table._log, condition, assignments)
     rows = _metric(table, version, "numUpdatedRows")
     return spark.createDataFrame([(rows,)], AFFECTED_SCHEMA)
 
@@ -187,8 +170,6 @@ def insert(spark: Any, statement: Parsed) -> Any:
     target = target_of(spark, node.this)
     if target is None:
         return NOT_DELTA
-    from deltalog.spark.schema import to_spark_schema
-    from deltalog.spark.write.batch import write_dataframe
 
     table_node = node.this.this if isinstance(node.this, exp.Schema) else node.this
     listed = [c.name for c in node.this.expressions] if isinstance(node.this, exp.Schema) else None
@@ -266,8 +247,6 @@ def create(spark: Any, statement: Parsed) -> Any:
     if existing is not None and kind == "create_if_not_exists":
         return empty(spark)
     if existing is not None and kind == "create":
-        from deltalog.catalog import already_exists
-
         assert target.entry is not None
         raise already_exists(target.entry.database, target.entry.name)
     if existing is not None:
@@ -330,8 +309,6 @@ def _property_text(node: Any) -> str:
 def _create_as_select(
     spark: Any, target: names.Target, kind: str, props: dict[str, Any], query: exp.Expression
 ) -> None:
-    from deltalog.spark.write.batch import write_dataframe
-
     df = query_dataframe(spark, query)
     options: dict[str, str] = dict(props["properties"])
     if props["comment"] is not None:
@@ -347,8 +324,6 @@ def _create_as_select(
 def _create_from_columns(
     spark: Any, target: names.Target, kind: str, props: dict[str, Any], schema_node: exp.Expression
 ) -> None:
-    from deltalog.spark.api.delta_table import DeltaTable, DeltaTableBuilder
-
     columns = schema_node.expressions if isinstance(schema_node, exp.Schema) else []
     exists = DeltaTable.isDeltaTable(spark, target.path)
     if exists and target.entry is not None and kind != "create_or_replace":
@@ -358,7 +333,7 @@ def _create_from_columns(
     if target.entry is not None:
         builder = builder.tableName(f"{target.entry.database}.{target.entry.name}")
     for column in columns:
-        builder = _add_column(builder, column)
+        builder = add_column(builder, column)
     builder = builder.partitionedBy(props["partitioned_by"]).clusterBy(props["cluster_by"])
     for key, value in props["properties"].items():
         builder = builder.property(key, value)
@@ -378,8 +353,6 @@ def _check_same_columns(target: names.Target, columns: list[str]) -> None:
     Raises:
         DeltaWriteError: ``DELTA_CREATE_TABLE_SCHEME_MISMATCH``.
     """
-    from deltalog.delta_log import DeltaLog
-
     if not columns:
         return
     existing = [f.name for f in DeltaLog.for_table(target.path).update().schema.fields]
@@ -393,7 +366,7 @@ def _check_same_columns(target: names.Target, columns: list[str]) -> None:
         )
 
 
-def _add_column(builder: Any, column: exp.Expression) -> Any:
+def add_column(builder: Any, column: exp.Expression) -> Any:
     nullable, comment, generated = True, None, None
     for constraint in column.args.get("constraints") or ():
         kind = constraint.args.get("kind")
@@ -405,30 +378,3 @@ def _add_column(builder: Any, column: exp.Expression) -> Any:
             generated = _sql(kind.this)
     type_text = column.args["kind"].sql(dialect=DIALECT)
     return builder.addColumn(column.name, type_text, nullable, generated, comment=comment)
-
-
-def _handlers() -> dict[type, Callable[[Any, Parsed], Any]]:
-    from deltalog.spark.sql import alter, ddl
-
-    return {
-        exp.Describe: alter.describe_table,
-        exp.Delete: delete,
-        exp.Update: update,
-        exp.Merge: merge,
-        exp.Insert: insert,
-        exp.Create: create,
-        exp.Alter: ddl.alter,
-        exp.Drop: ddl.drop,
-    }
-
-
-class _LazyHandlers(dict):
-    """The handler table, built on first use (sql_ddl imports this module)."""
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        if not self:
-            self.update(_handlers())
-        return super().get(key, default)
-
-
-HANDLERS: dict[type, Callable[[Any, Parsed], Any]] = _LazyHandlers()

@@ -21,7 +21,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import sqlglot
+from pyspark.sql import SparkSession
+from sqlglot.tokens import TokenType
+
 from deltalog import errors
+from deltalog.sql.statements import DIALECT
 
 _INT32 = range(-(2**31), 2**31)
 
@@ -59,11 +64,6 @@ def bind(text: str, args: Mapping[str, Any] | Sequence[Any], spark: Any = None) 
 
 def _markers(text: str) -> list[tuple[int, int, str | None]]:
     """(start, end, name) of each marker (``name`` ``None`` for ``?``), in order."""
-    import sqlglot
-    from sqlglot.tokens import TokenType
-
-    from deltalog.sql.statements import DIALECT
-
     tokens = sqlglot.tokenize(text, read=DIALECT)
     at = 0
     if tokens and tokens[0].token_type == TokenType.COMMAND:
@@ -146,8 +146,6 @@ def string_sql(value: str) -> str:
 def _column_sql(column: Any, spark: Any) -> str:
     """A literal ``Column``: its value, evaluated once (one small job), cast to its type."""
     if spark is None:
-        from pyspark.sql import SparkSession
-
         spark = SparkSession.getActiveSession()
     row = spark.range(1).select(column.alias("v"))
     value = row.first()[0]

@@ -28,11 +28,14 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from deltalog import errors
 from deltalog.commands.write.write_into_delta import commit_write, prepare_write
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import parse_schema
+from deltalog.spark.session import checkpoint_options
+from deltalog.spark.write.batch import parse_writer_options, write_rows
 from deltalog.txn import operations
 
 _log = logging.getLogger(__name__)
@@ -127,9 +130,6 @@ def write_batch(sink: DeltaStreamSink, df: Any, batch_id: int) -> int | None:
         DeltaConcurrentModificationException: e.g. two queries on one checkpoint
             (DELTA_CONCURRENT_TRANSACTION).
     """
-    from deltalog.spark.session import checkpoint_options
-    from deltalog.spark.write.batch import parse_writer_options, write_rows
-
     spark = df.sparkSession
     query_id = sink.query_id(df)
     log = DeltaLog.for_table(sink.path)
@@ -159,8 +159,6 @@ def write_batch(sink: DeltaStreamSink, df: Any, batch_id: int) -> int | None:
 
 def _id_from_checkpoint(checkpoint: str) -> str | None:
     """The ``id`` in ``<checkpoint>/metadata`` (written by Spark when the query first starts)."""
-    from urllib.parse import unquote, urlparse
-
     parsed = urlparse(checkpoint)
     local = unquote(parsed.path) if parsed.scheme == "file" else checkpoint
     try:

@@ -31,11 +31,23 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from deltalog.change_data_feed import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, INSERT
+from deltalog.change_data_feed import (
+    CHANGE_TYPE,
+    COMMIT_TIMESTAMP,
+    COMMIT_VERSION,
+    INSERT,
+    ChangePlan,
+)
 from deltalog.delta_log import DeltaLog
 from deltalog.paths import resolve
 from deltalog.schema import parse_schema
-from deltalog.spark.read.source import ChangeTask, DeltaReader, FileGroup, FileTask, file_groups
+from deltalog.spark.read.source_tasks import (
+    ChangeTask,
+    DeltaReader,
+    FileGroup,
+    FileTask,
+    file_groups,
+)
 from deltalog.streaming.options import AdmissionLimits, SourceOptions, StreamConfig
 from deltalog.streaming.source_plan import SourcePlanner, StreamBatch
 
@@ -133,7 +145,6 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     tasks.append(_file_task(root, row))
                     sizes.append(int(row["size"] or 0))
                 continue
-            from deltalog.change_data_feed import ChangePlan
 
             rows = commit.rows
             by_spec = (

@@ -23,17 +23,23 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import TaskContext
+from pyspark.sql import functions as F
 
 from deltalog import errors
 from deltalog.actions import AddCDCFile, AddFile, action_from_json
+from deltalog.commands.dml.file_changes import as_change_files
 from deltalog.commands.write.constraints import GENERATION_KEY, constraints
 from deltalog.commands.write.identity import IdentityColumn, columns_to_generate, identity_columns
 from deltalog.commands.write.write_into_delta import (
     WriteOptions,
     WritePlan,
+    change_data_layout,
     commit_write,
     prepare_write,
 )
@@ -43,6 +49,7 @@ from deltalog.spark.conditions import partition_matcher
 from deltalog.spark.session import checkpoint_options, conf_get, to_arrow
 from deltalog.spark.storage import note_path, register_session
 from deltalog.spark.write import parquet
+from deltalog.storage import register, store_for
 from deltalog.storage.options import STORAGE_PREFIXES, StorageOptions, registered
 from deltalog.write.file_writer import DataFileWriter, WriteLayout
 
@@ -148,11 +155,6 @@ def write_rows(df: Any, plan: WritePlan) -> tuple[list[AddFile], dict[str, int]]
 def write_change_rows(df: Any, plan: WritePlan) -> list[AddCDCFile]:
     """Write ``df`` (the table's columns plus ``_change_type``) as change data files under
     ``<table>/_change_data``; returns their ``cdc`` actions."""
-    from dataclasses import replace
-
-    from deltalog.commands.dml.file_changes import as_change_files
-    from deltalog.commands.write.write_into_delta import change_data_layout
-
     cdc_plan = replace(plan, layout=change_data_layout(plan.layout))
     adds, _ = _write_files(df, cdc_plan, [], plan.layout.table_root)
     return as_change_files(adds)
@@ -198,10 +200,6 @@ class WriteTask:
         self.storage = storage or StorageOptions()  # an object store's options, for the workers
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow.compute as pc
-
-        from deltalog.storage import register, store_for
-
         if self.storage.items:
             register(self.layout.table_root, self.storage)
         store = store_for(self.layout.table_root)
@@ -231,8 +229,6 @@ def _with_identity(df: Any, columns: list[IdentityColumn]) -> Any:
     """Generated identity values: unique, not consecutive (``monotonically_increasing_id`` is
     the partition id in the high bits and the row's position in the low ones), continuing past
     the high-water mark in steps of ``step``."""
-    from pyspark.sql import functions as F
-
     for c in columns:
         value = F.lit(c.first_value) + F.lit(c.step) * F.monotonically_increasing_id()
         df = df.withColumn(c.name, value.cast("long"))
@@ -254,8 +250,6 @@ def _storage_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _task_id() -> int:
-    from pyspark import TaskContext
-
     context = TaskContext.get()
     return context.partitionId() if context is not None else 0
 
@@ -277,8 +271,6 @@ def _add(line: str) -> AddFile:
 def _with_rules(df: Any, plan: WritePlan) -> Any:
     """``df`` with missing generated columns computed and a filter that is always true or
     raises the reference's error for the first row that breaks a rule."""
-    from pyspark.sql import functions as F
-
     schema: StructType = plan.layout.schema
     present = {c.lower() for c in df.columns}
     for f in schema.fields:
@@ -322,8 +314,6 @@ def _with_rules(df: Any, plan: WritePlan) -> Any:
 
 
 def _row_text(df: Any) -> Any:
-    from pyspark.sql import functions as F
-
     parts = []
     for i, name in enumerate(df.columns):
         parts += [

@@ -11,9 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import sqlglot
+from sqlglot.errors import ParseError
+
 from deltalog import errors
 from deltalog.catalog import already_exists, not_found
+from deltalog.delta_log import DeltaLog
 from deltalog.spark import captured, names
+from deltalog.spark.conditions import condition_sql
+from deltalog.spark.write.batch import write_dataframe
 
 
 def is_delta_name(spark: Any, name: str) -> bool:
@@ -40,8 +46,6 @@ def save_as_table(
         DeltaWriteError: ``TABLE_OR_VIEW_ALREADY_EXISTS`` for an existing name in
             ``errorifexists`` mode; the write's own errors.
     """
-    from deltalog.spark.write.batch import write_dataframe
-
     spark = df.sparkSession
     ref = names.parse_identifier(name)
     existing = names.resolve(spark, ref)
@@ -71,8 +75,6 @@ def insert_into(df: Any, name: str, *, overwrite: bool) -> None:
         TableNotFoundError: ``TABLE_OR_VIEW_NOT_FOUND``.
         DeltaWriteError: ``INSERT_COLUMN_ARITY_MISMATCH``; the write's own errors.
     """
-    from deltalog.spark.write.batch import write_dataframe
-
     spark = df.sparkSession
     target = names.resolve_identifier(spark, name)
     if target is None:
@@ -90,8 +92,6 @@ def insert_into(df: Any, name: str, *, overwrite: bool) -> None:
 
 
 def table_columns(spark: Any, path: str) -> list[str]:
-    from deltalog.delta_log import DeltaLog
-
     return [f.name for f in DeltaLog.for_table(path).update().schema.fields]
 
 
@@ -113,8 +113,6 @@ class DeltaWriterV2:
         return names.resolve(self.spark, self.ref)
 
     def create(self, *, replace: bool = False, or_create: bool = False) -> None:
-        from deltalog.spark.write.batch import write_dataframe
-
         existing = self._existing()
         if existing is None and replace and not or_create:
             raise errors.DeltaWriteError(
@@ -151,8 +149,6 @@ class DeltaWriterV2:
         self._write("overwrite", {"partitionOverwriteMode": "dynamic"})
 
     def _write(self, mode: str, extra: Mapping[str, str]) -> None:
-        from deltalog.spark.write.batch import write_dataframe
-
         existing = self._existing()
         if existing is None:
             raise not_found(self.name)
@@ -175,11 +171,6 @@ def _condition_text(condition: Any) -> str:
     Raises:
         InvalidArgumentError: a Column PySpark renders as something other than SQL.
     """
-    import sqlglot
-    from sqlglot.errors import ParseError
-
-    from deltalog.spark.commands.dml import condition_sql
-
     text = condition_sql(condition)
     try:
         sqlglot.parse_one(text, read="spark")

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import pyarrow.parquet as pq
+from pyspark.sql import functions as F
 
 from deltalog.actions import AddFile
 from deltalog.commands.write.identity import IdentityColumn
@@ -38,7 +39,7 @@ from deltalog.spark.session import (
 from deltalog.spark.storage import jvm_reads
 from deltalog.storage import is_remote, store_for
 from deltalog.storage.base import LogStore
-from deltalog.timestamps import parse_datetime
+from deltalog.timestamps import parse_datetime, time_zone
 from deltalog.write.partitioning import (
     HIVE_DEFAULT_PARTITION,
     encode_log_path,
@@ -89,8 +90,6 @@ def write_files(
 def _aligned(df: Any, schema: StructType) -> Any:
     """``df`` with the table's columns in the table's spelling (missing nullable columns as
     nulls of their type; ``void`` columns, which parquet cannot hold, left out)."""
-    from pyspark.sql import functions as F
-
     present = {c.lower(): c for c in df.columns}
     columns = []
     for f in schema.fields:
@@ -179,8 +178,6 @@ def _log_value(text: str, field: StructField, zone: str) -> str | None:
     if text == HIVE_DEFAULT_PARTITION:
         return None
     if isinstance(field.type, PrimitiveType) and field.type.name == "timestamp":
-        from deltalog.timestamps import time_zone
-
         value = parse_datetime(text)
         if value.tzinfo is None:
             value = value.replace(tzinfo=time_zone(zone))

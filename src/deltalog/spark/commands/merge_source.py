@@ -1,0 +1,57 @@
+"""MERGE's source, materialized once (reference ``MergeIntoMaterializeSource``) with a stable
+id per row, so that the rows matched in the first phase are known by id in the second."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Callable
+
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from deltalog.spark.commands.merge_clauses import SOURCE_ID
+from deltalog.spark.session import is_connect
+
+
+def materialized(
+    given: DataFrame, spark: SparkSession
+) -> tuple[DataFrame, int, Callable[[], object]]:
+    """The source with a stable id per row (:data:`SOURCE_ID`), materialized once (the
+    reference's ``MergeIntoMaterializeSource``), its row count, and the function that frees
+    it.
+
+    The rows that matched are found once and the others inserted without joining the target
+    a second time, so the ids must not change between the two reads. On a classic session the
+    source is local-checkpointed: its lineage is cut, so every later plan built on it is
+    analysed quickly even when the source came from local data (a large ``LocalRelation``
+    costs each analysis in proportion to its rows). Over Connect (whose column references
+    name their plan) it is persisted instead, unless the caller persisted it already.
+    """
+    source = given.withColumn(SOURCE_ID, F.monotonically_increasing_id())
+    if not is_connect(spark):
+        # The rows are counted by the checkpoint's own job.
+        rows = Observation(f"deltalog_merge_source_{uuid.uuid4().hex}")
+        observed = source.observe(rows, F.count(F.lit(1)).alias("n"))
+        checkpointed = observed.localCheckpoint(eager=True)
+        return checkpointed, int(rows.get["n"]), lambda: _free_checkpoint(checkpointed)
+    # A source the caller persisted already has fixed partitions, so its ids are stable.
+    if not _is_persisted(given):
+        source = source.persist()
+        return source, source.count(), source.unpersist
+    return source, source.count(), lambda: None
+
+
+def _free_checkpoint(df: DataFrame) -> None:
+    """Drop a local checkpoint's blocks now rather than when the JVM collects its RDD."""
+    # Not a LogicalRDD (a future Spark): the context cleaner frees it later.
+    with contextlib.suppress(Exception):
+        df._jdf.queryExecution().analyzed().rdd().unpersist(False)
+
+
+def _is_persisted(df: DataFrame) -> bool:
+    try:
+        level = df.storageLevel
+    except Exception:  # an engine without the property: persist to be safe
+        return False
+    return bool(level.useMemory or level.useDisk)

@@ -1,0 +1,181 @@
+"""The Delta format as a Python data source (Spark >= 4.0) over deltalog snapshots.
+
+``spark.read.format("delta").load(path)`` gets the plan of ``DeltaTable.toDF()`` (Spark's own
+parquet scan, :mod:`deltalog.spark.read.load`); this source serves what only it can read (paths
+Spark's file source cannot take, a user-specified schema) and
+:func:`deltalog.spark.read.load.load_with_python_source`. It is registered by
+:func:`deltalog.spark.patches.formats.register`.
+
+The driver resolves the snapshot (``versionAsOf`` / ``timestampAsOf``, delta-spark's option names,
+case-insensitive) and plans one task per data file: its path, typed partition values and deletion
+vector. Executors read each file with pyarrow, drop deleted rows, map physical columns to logical
+ones (by name or parquet field id, nested too), cast to the table's current types (type widening)
+and add the partition columns.
+
+No filter pushdown: with ``spark.sql.python.filterPushdown.enabled`` PySpark 4.3 reuses a scan
+pruned for one query in later queries of the same source (checked: an unfiltered count after a
+filtered one returned the filtered count), so pruning there would give wrong answers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader
+
+from deltalog import errors
+from deltalog.change_data_feed import (
+    CdfBounds,
+    ChangePlan,
+    cdc_read_schema,
+    is_cdc_read,
+    plan_changes,
+    resolve_range,
+)
+from deltalog.delta_log import DeltaLog
+from deltalog.paths import resolve
+from deltalog.schema import (
+    parse_schema,
+    read_schema,
+)
+from deltalog.spark.read.options import STREAMING_MARKER, read_options, snapshot_for, storage_of
+from deltalog.spark.read.source_tasks import (
+    ChangeTask,
+    DeltaReader,
+    FileTask,
+    file_groups,
+)
+from deltalog.spark.schema import to_spark_schema
+from deltalog.streaming.options import SourceOptions, StreamConfig
+
+_FIELD_ID = b"PARQUET:field_id"
+
+
+class DeltaDataSource(DataSource):
+    """The ``delta`` format, read side."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "delta"
+
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        opts = read_options(options)
+        # Object-store credentials and endpoints (delta-rs's names): never in error messages.
+        self._storage = storage_of(opts)
+        self._cdf: ChangePlan | None = None
+        self._stream: Any = None
+        if opts.get(STREAMING_MARKER) == "true":
+            self._plan_stream(opts)
+            return
+        if is_cdc_read(opts):
+            self._plan_changes(opts)
+            return
+        snapshot = snapshot_for(opts, storage=self._storage)
+        self._table_root = snapshot.table_root
+        self._schema_json = snapshot.schema.to_json()
+        self._partition_columns = list(snapshot.partition_columns)
+        self._mode = snapshot.column_mapping_mode
+        files = snapshot.all_files_arrow().select(
+            ["path", "partitionValues", "deletionVector", "size"]
+        )
+        rows = files.to_pylist()
+        tasks = [
+            FileTask(
+                resolve(snapshot.table_root, r["path"]),
+                json.dumps(dict(r["partitionValues"] or [])),
+                None if r["deletionVector"] is None else json.dumps(r["deletionVector"]),
+            )
+            for r in rows
+        ]
+        self._tasks = file_groups(tasks, [int(r["size"] or 0) for r in rows])
+
+    def _plan_changes(self, opts: dict[str, str]) -> None:
+        """A change-feed read: the plan's file reads become the tasks."""
+        log = DeltaLog.for_table(opts["path"], storage_options=self._storage.as_dict())
+        plan = plan_changes(
+            log, resolve_range(log, CdfBounds.from_options(opts, table=log.table_root))
+        )
+        snapshot = plan.snapshot
+        self._cdf = plan
+        self._table_root = snapshot.table_root
+        self._schema_json = snapshot.schema.to_json()
+        self._partition_columns = list(snapshot.partition_columns)
+        self._mode = snapshot.column_mapping_mode
+        by_spec = plan.rows_by_spec()
+        tasks = []
+        for spec in plan.files.to_pylist():
+            rows = by_spec.get(spec["spec_id"])
+            spec["partitionValues"] = dict(spec["partitionValues"] or [])
+            tasks.append(
+                ChangeTask(json.dumps(spec), None if rows is None else tuple(rows.tolist()))
+            )
+        self._tasks = file_groups(tasks, [1] * len(tasks))
+
+    def _plan_stream(self, opts: dict[str, str]) -> None:
+        """A streaming read: the table as it is now gives the schema and the table id; the
+        batches are planned by the stream reader."""
+        log = DeltaLog.for_table(opts["path"])
+        snapshot = log.update()
+        options = {k: v for k, v in opts.items() if k not in ("path", STREAMING_MARKER)}
+        parsed = SourceOptions.from_options(options, table=log.table_root)
+        self._stream_cdf = parsed.read_change_feed
+        self._table_root = snapshot.table_root
+        self._schema_json = snapshot.schema.to_json()
+        self._partition_columns = list(snapshot.partition_columns)
+        self._mode = snapshot.column_mapping_mode
+        self._tasks = []
+        self._stream = StreamConfig(
+            opts["path"],
+            snapshot.table_root,
+            snapshot.metadata.id,
+            self._schema_json,
+            tuple(snapshot.partition_columns),
+            self._mode,
+            tuple(sorted(options.items())),
+        )
+
+    def streamReader(self, schema: Any) -> Any:
+        try:
+            from deltalog.spark.streaming.source import DeltaStreamReader
+        except ImportError:  # pyspark.sql.streaming.datasource (read limits) arrived in 4.2
+            raise errors.UnsupportedFeatureError(
+                "DELTA_STREAMING_SOURCE_UNSUPPORTED",
+                "streaming reads of the delta format need PySpark 4.2 or later (admission "
+                "control for Python streaming sources).",
+                table=self._table_root,
+                help="upgrade PySpark, or read in batches with startingVersion on the change feed.",
+            ) from None
+        if self._stream is None:
+            raise errors.invalid_argument(
+                "a streaming read of the delta format needs deltalog's bridge: call "
+                "deltalog.register(spark) before spark.readStream"
+            )
+        return DeltaStreamReader(self._stream)
+
+    def schema(self) -> Any:
+        table_schema = parse_schema(self._schema_json)
+        if self._stream is not None and self._stream_cdf:
+            return to_spark_schema(cdc_read_schema(table_schema))
+        if self._cdf is not None:
+            return to_spark_schema(cdc_read_schema(table_schema))
+        return to_spark_schema(read_schema(table_schema))
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return DeltaReader(
+            self._table_root,
+            self._schema_json,
+            self._partition_columns,
+            self._mode,
+            self._tasks,
+            self._storage,
+        )
+
+
+class DeltalogDataSource(DeltaDataSource):
+    """The same source under the name ``deltalog`` (when delta-spark owns ``delta``)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "deltalog"
