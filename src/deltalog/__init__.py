@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from deltalog.errors import DeltaError
     from deltalog.log.replay import InMemoryLogReplay
     from deltalog.log.segment import LogSegment
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
 
 # The package face is loaded on first use: `import deltalog` (and every `deltalog.x` import,
 # which runs this file first) stays cheap, and pays for pyarrow and the log core only when a
@@ -43,7 +43,7 @@ _LAZY: dict[str, str] = {
     "DeltaError": "deltalog.errors",
     "InMemoryLogReplay": "deltalog.log.replay",
     "LogSegment": "deltalog.log.segment",
-    "Snapshot": "deltalog.snapshot",
+    "Snapshot": "deltalog.log.snapshot",
     "configure_spark_with_delta_pip": "deltalog.spark.api.configure",
 }
 

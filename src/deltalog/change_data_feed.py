@@ -42,7 +42,7 @@ from deltalog.timestamps import time_zone as parse_time_zone
 
 if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
 
 CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"

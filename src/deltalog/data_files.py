@@ -21,7 +21,7 @@ from deltalog.schema import ArrayType, DataType, MapType, StructField, StructTyp
 from deltalog.storage import is_remote, store_for
 
 if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
 
 _FIELD_ID = b"PARQUET:field_id"
 

@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from deltalog import errors
+from deltalog.log.snapshot import Snapshot
 from deltalog.log.snapshots import Engine, SnapshotManagement
 from deltalog.paths import normalize_table_root
-from deltalog.snapshot import Snapshot
 from deltalog.storage import StorageOptions
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 
+from deltalog.log.snapshot import Snapshot
 from deltalog.partition_values import parse_partition_value
-from deltalog.snapshot import Snapshot
 
 # The shared folder sits beside the repository (CI's layout); DELTALOG_SHARED overrides it.
 SHARED = Path(

@@ -21,7 +21,7 @@ from deltalog.cli.output import arrow_rows, format_time, print_json, print_mappi
 
 if TYPE_CHECKING:
     from deltalog.actions import CommitInfo
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
 
 
 def describe(args: argparse.Namespace) -> int:

@@ -18,8 +18,8 @@ from typing import Any, BinaryIO
 from deltalog import errors
 from deltalog.delta_log import DeltaLog, Engine
 from deltalog.log.filenames import LAST_CHECKPOINT, LOG_DIR, LogFile, LogFileKind, parse_log_file
+from deltalog.log.snapshot import Snapshot
 from deltalog.paths import normalize_table_root
-from deltalog.snapshot import Snapshot
 from deltalog.storage import FileInfo, LogStore, store_for
 
 BROKEN_COMMIT = ("DELTA_EMPTY_COMMIT_FILE", "DELTA_CORRUPT_COMMIT")

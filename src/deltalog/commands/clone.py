@@ -39,8 +39,8 @@ from deltalog.actions import (
 from deltalog.deletion_vectors import dv_file_path
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import manage as manage_errors
+from deltalog.log.snapshot import Snapshot
 from deltalog.paths import resolve
-from deltalog.snapshot import Snapshot
 from deltalog.storage.base import LogStore
 from deltalog.txn import operations
 from deltalog.txn.hooks import checkpoint_after_commit

@@ -36,9 +36,9 @@ from deltalog.delta_log import DeltaLog
 from deltalog.errors import restore as restore_errors
 from deltalog.features import merge_protocols
 from deltalog.log.file_state import canonical_path, dv_unique_id
+from deltalog.log.snapshot import Snapshot
 from deltalog.paths import resolve
 from deltalog.schema import parse_schema
-from deltalog.snapshot import Snapshot
 from deltalog.storage.base import LogStore
 from deltalog.timestamps import parse_timestamp
 from deltalog.txn import operations

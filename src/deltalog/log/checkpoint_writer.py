@@ -55,7 +55,7 @@ from deltalog.log.last_checkpoint import LastCheckpointInfo, checksum, parse_las
 from deltalog.schema import as_nullable, schema_from_arrow
 
 if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
     from deltalog.storage.base import LogStore
 
 log = logging.getLogger(__name__)

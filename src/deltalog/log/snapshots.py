@@ -34,8 +34,8 @@ from deltalog.log.last_checkpoint import LastCheckpointInfo, parse_last_checkpoi
 from deltalog.log.reader import ParsedCommit, parse_commits, read_checkpoint, read_commit_info
 from deltalog.log.replay import InMemoryLogReplay
 from deltalog.log.segment import LogSegment, build_log_segment, complete_checkpoints
+from deltalog.log.snapshot import Snapshot
 from deltalog.paths import normalize_table_root
-from deltalog.snapshot import Snapshot
 from deltalog.storage import StorageOptions, is_remote, register, store_for
 from deltalog.storage.base import FileInfo, LogStore
 

@@ -34,7 +34,7 @@ from deltalog.schema import PrimitiveType
 from deltalog.storage import is_remote
 
 if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
     from deltalog.storage.base import LogStore
 
 FILE, ROW = "__deltalog_file", "__deltalog_row"

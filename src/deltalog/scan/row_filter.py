@@ -34,7 +34,7 @@ from deltalog.scan.predicate import (
 from deltalog.scan.skipping import COMPARE
 
 if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
 
 PartitionMatcher = Callable[[pa.Table], pa.Array]
 """An engine's exact decision on a partition-only condition: given the typed partition values

@@ -52,8 +52,8 @@ from deltalog.txn.read_set import SERIALIZABLE, SNAPSHOT_ISOLATION, PendingCommi
 from deltalog.txn.winning_commit import WinningCommit
 
 if TYPE_CHECKING:
+    from deltalog.log.snapshot import Snapshot
     from deltalog.log.snapshots import SnapshotManagement
-    from deltalog.snapshot import Snapshot
     from deltalog.txn.read_set import ReadSet
 
 log = logging.getLogger(__name__)

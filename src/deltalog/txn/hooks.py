@@ -28,8 +28,8 @@ from deltalog.write.manifests import generate_after_commit
 
 if TYPE_CHECKING:
     from deltalog.log.checkpoint_options import CheckpointOptions
+    from deltalog.log.snapshot import Snapshot
     from deltalog.log.snapshots import SnapshotManagement
-    from deltalog.snapshot import Snapshot
     from deltalog.storage.base import LogStore
 
 log = logging.getLogger(__name__)

@@ -22,8 +22,8 @@ from deltalog.actions import (
 from deltalog.log.file_state import canonical_path
 
 if TYPE_CHECKING:
+    from deltalog.log.snapshot import Snapshot
     from deltalog.scan.predicate import Predicate
-    from deltalog.snapshot import Snapshot
 
 SERIALIZABLE = "Serializable"
 WRITE_SERIALIZABLE = "WriteSerializable"

@@ -26,8 +26,8 @@ from deltalog.txn.operations import Operation
 from deltalog.txn.read_set import ISOLATION_LEVELS, ReadSet
 
 if TYPE_CHECKING:
+    from deltalog.log.snapshot import Snapshot
     from deltalog.log.snapshots import SnapshotManagement
-    from deltalog.snapshot import Snapshot
 
 
 class Transaction:

@@ -50,7 +50,7 @@ from deltalog.write.partitioning import (
 from deltalog.write.stats import StatsCollector
 
 if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
 
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 # Spark's file-name extension of each parquet codec ("" for uncompressed).

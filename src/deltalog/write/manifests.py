@@ -28,7 +28,7 @@ from deltalog.paths import resolve
 from deltalog.write.partitioning import partition_directory
 
 if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
     from deltalog.storage.base import LogStore
 
 MANIFEST_DIR = "_symlink_format_manifest"

@@ -28,7 +28,7 @@ from deltalog.log.cleanup import cleanup_expired_logs, cutoff_timestamp
 from deltalog.log.filenames import commit_name
 from deltalog.log.last_checkpoint import LastCheckpointInfo, checksum, parse_last_checkpoint
 from deltalog.log.reader import checkpoint_sidecar_paths
-from deltalog.snapshot import Snapshot
+from deltalog.log.snapshot import Snapshot
 from deltalog.storage import LocalLogStore
 from tests.conformance.oracle import TABLES, oracle_state, our_state
 from tests.conformance.rows import canonical, duckdb_rows, oracle_rows

@@ -38,8 +38,8 @@ from deltalog.errors import (
     ProtocolChangedException,
     UnsupportedFeatureError,
 )
+from deltalog.log.snapshot import Snapshot
 from deltalog.scan.predicate import Predicate, parse_predicate
-from deltalog.snapshot import Snapshot
 from deltalog.txn.conflicts import check_conflicts, in_commit_timestamp_after
 from deltalog.txn.read_set import (
     SERIALIZABLE,

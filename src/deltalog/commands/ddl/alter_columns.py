@@ -32,6 +32,7 @@ from deltalog.commands.optimize.plan import clustering_columns
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import TableNotFoundError
 from deltalog.errors import alter as alter_errors
+from deltalog.log.snapshot import Snapshot
 from deltalog.schema import (
     DataType,
     DecimalType,
@@ -40,7 +41,6 @@ from deltalog.schema import (
     StructType,
     simple_string,
 )
-from deltalog.snapshot import Snapshot
 from deltalog.storage.base import LogStore
 from deltalog.table_properties import TableProperties
 from deltalog.txn.operations import Operation

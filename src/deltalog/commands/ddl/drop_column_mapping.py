@@ -28,9 +28,9 @@ from deltalog.commands.optimize.arrow import read_live_rows
 from deltalog.commands.optimize.commit import remove_actions
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import manage as manage_errors
+from deltalog.log.snapshot import Snapshot
 from deltalog.paths import resolve
 from deltalog.schema import ArrayType, DataType, MapType, StructType, drop_column_mapping_metadata
-from deltalog.snapshot import Snapshot
 from deltalog.txn import operations
 from deltalog.write.file_writer import DataFileWriter, WriteLayout
 

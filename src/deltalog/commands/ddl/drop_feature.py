@@ -62,8 +62,8 @@ from deltalog.log.filenames import (
     version_prefix,
 )
 from deltalog.log.segment import complete_checkpoints
+from deltalog.log.snapshot import Snapshot
 from deltalog.schema import parse_schema
-from deltalog.snapshot import Snapshot
 from deltalog.storage.base import LogStore
 from deltalog.table_properties import KNOWN_PROPERTIES, TableProperties
 from deltalog.txn import operations

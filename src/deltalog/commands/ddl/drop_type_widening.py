@@ -30,9 +30,9 @@ from deltalog.commands.optimize import commit as opt_commit
 from deltalog.commands.optimize import plan as opt
 from deltalog.commands.optimize.arrow import write_bins
 from deltalog.delta_log import DeltaLog
+from deltalog.log.snapshot import Snapshot
 from deltalog.paths import resolve
 from deltalog.schema import StructType, schema_from_arrow, simple_string
-from deltalog.snapshot import Snapshot
 from deltalog.txn import operations
 from deltalog.write.file_writer import physical_schema
 

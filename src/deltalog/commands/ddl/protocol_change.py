@@ -29,7 +29,7 @@ from deltalog.features import (
     MIN_WRITER_VERSION_PROP,
     _supported,
 )
-from deltalog.snapshot import Snapshot
+from deltalog.log.snapshot import Snapshot
 from deltalog.storage.base import LogStore
 from deltalog.table_properties import validate_new_properties
 from deltalog.txn import operations

@@ -12,6 +12,7 @@ import json
 import re
 
 from deltalog.commands.optimize.plan import clustering_columns
+from deltalog.log.snapshot import Snapshot
 from deltalog.schema import (
     ArrayType,
     DataType,
@@ -21,7 +22,6 @@ from deltalog.schema import (
     StructType,
     simple_string,
 )
-from deltalog.snapshot import Snapshot
 
 _SQL_NAMES = {
     "integer": "INT",

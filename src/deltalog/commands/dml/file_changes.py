@@ -41,7 +41,7 @@ from deltalog.table_properties import TableProperties
 from deltalog.write.deletion_vectors import sorted_unique, stats_with_dv
 
 if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
     from deltalog.storage.base import LogStore
 
 CHANGE_TYPE = "_change_type"

@@ -41,7 +41,7 @@ from deltalog.paths import resolve
 from deltalog.write.file_writer import DataFileWriter, WriteLayout
 
 if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
     from deltalog.storage.base import LogStore
 
 # One output file per bin: the writer never rolls a bin over into a second file.

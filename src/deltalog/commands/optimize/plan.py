@@ -42,7 +42,7 @@ from deltalog.txn import operations
 from deltalog.write.stats import stats_columns
 
 if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
     from deltalog.txn.transaction import Transaction
 
 CONF_PREFIX = "spark.databricks.delta.optimize."

@@ -24,8 +24,8 @@ import pyarrow.compute as pc
 
 from deltalog.actions import DeletionVectorDescriptor
 from deltalog.deletion_vectors import dv_file_path
+from deltalog.log.snapshot import Snapshot
 from deltalog.paths import resolve
-from deltalog.snapshot import Snapshot
 from deltalog.storage.base import FileInfo, LogStore
 
 CANDIDATE_SCHEMA = pa.schema(

@@ -38,7 +38,7 @@ from deltalog.commands.vacuum.lite import lite_candidates, write_last_vacuum_inf
 from deltalog.delta_log import DeltaLog
 from deltalog.errors.vacuum import vacuum_retention_negative, vacuum_retention_too_short
 from deltalog.features import check_write_supported
-from deltalog.snapshot import Snapshot
+from deltalog.log.snapshot import Snapshot
 from deltalog.storage.base import LogStore
 from deltalog.txn import operations
 

@@ -24,8 +24,8 @@ from deltalog.delta_log import DeltaLog
 from deltalog.errors.vacuum import cannot_vacuum_lite
 from deltalog.log.filenames import commit_name
 from deltalog.log.history import CommitRecord
+from deltalog.log.snapshot import Snapshot
 from deltalog.paths import resolve
-from deltalog.snapshot import Snapshot
 
 LAST_VACUUM_INFO = "_last_vacuum_info"
 HORIZON_KEY = "latestCommitVersionOutsideOfRetentionWindow"

@@ -18,8 +18,8 @@ from deltalog.commands.ddl.drop_feature import drop_feature_support
 from deltalog.commands.ddl.protocol_change import add_feature_support, upgrade_table_protocol
 from deltalog.commands.manifest import generate
 from deltalog.delta_log import DeltaLog
+from deltalog.log.snapshot import Snapshot
 from deltalog.schema import parse_schema
-from deltalog.snapshot import Snapshot
 from deltalog.spark import captured
 from deltalog.spark.api import arguments, describe
 from deltalog.spark.api.arguments import verify

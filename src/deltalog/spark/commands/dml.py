@@ -55,7 +55,7 @@ from deltalog.write.deletion_vectors import DeletionVectorWriter
 
 if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
     from deltalog.txn.transaction import Transaction
 
 GENERATION_KEY = "delta.generationExpression"

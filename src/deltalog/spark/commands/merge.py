@@ -48,9 +48,9 @@ from deltalog.commands.dml.file_changes import (
     remove_files,
 )
 from deltalog.commands.write.write_into_delta import dml_plan, evolved_metadata
+from deltalog.log.snapshot import Snapshot
 from deltalog.scan.predicate import And, Comparison, In, IsNull, Predicate, parse_predicate
 from deltalog.schema import StructType, parse_schema
-from deltalog.snapshot import Snapshot
 from deltalog.spark.commands.dml import (
     GENERATION_KEY,
     IDENTITY_START,

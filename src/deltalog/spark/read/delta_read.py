@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
     from deltalog.storage.base import LogStore
 
 TAG = "_deltalog_read"

@@ -22,7 +22,7 @@ from deltalog.timestamps import parse_timestamp
 if TYPE_CHECKING:
     import datetime as dt
 
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
 
 # Set by the bridge on ``spark.readStream...load()``: the source is read as a stream, so the
 # batch plan (every file of the snapshot) is not made.

@@ -45,7 +45,7 @@ from deltalog.spark.session import conf_get, ensure_no_listing_job
 from deltalog.spark.storage import jvm_reads, note_path
 
 if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
     from deltalog.storage.base import LogStore
 
 

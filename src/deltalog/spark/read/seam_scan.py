@@ -40,7 +40,7 @@ from deltalog.storage import register, store_for
 from deltalog.storage.options import StorageOptions, registered
 
 if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
 
 _BATCH_ROWS = 64 * 1024
 
