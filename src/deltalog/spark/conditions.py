@@ -15,6 +15,7 @@ import contextlib
 from typing import Any
 
 import pyarrow as pa
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from deltalog.scan.row_filter import PartitionMatcher
@@ -68,7 +69,7 @@ def is_true(column: Any) -> Any:
     return F.coalesce(column, F.lit(False))
 
 
-def partition_matcher(spark: Any, condition: Any) -> PartitionMatcher:
+def partition_matcher(spark: SparkSession, condition: Any) -> PartitionMatcher:
     """A :data:`~deltalog.scan.row_filter.PartitionMatcher` evaluating ``condition`` (SQL text or
     a Column) with Spark over typed partition values.
 
@@ -82,7 +83,7 @@ def partition_matcher(spark: Any, condition: Any) -> PartitionMatcher:
     return match
 
 
-def partition_mask(spark: Any, partitions: pa.Table, condition: Any) -> pa.Array:
+def partition_mask(spark: SparkSession, partitions: pa.Table, condition: Any) -> pa.Array:
     """For each row of ``partitions`` (typed partition values, logical names), whether
     ``condition`` is TRUE for it, as Spark evaluates it. Distinct rows are evaluated once."""
     if partitions.num_rows == 0:

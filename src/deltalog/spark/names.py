@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from typing import Any
 
 import sqlglot
+from pyspark.sql import SparkSession
 
 from deltalog import errors
 from deltalog.catalog import DEFAULT_DATABASE, Catalog, TableEntry, not_found
@@ -37,19 +37,19 @@ class Target:
         return self.entry.qualified if self.entry is not None else f"delta.`{self.path}`"
 
 
-def catalog(spark: Any) -> Catalog:
+def catalog(spark: SparkSession) -> Catalog:
     """The name registry of ``spark``'s warehouse."""
     return Catalog(conf_get(spark, WAREHOUSE_KEY, "spark-warehouse"))
 
 
-def current_database(spark: Any) -> str:
+def current_database(spark: SparkSession) -> str:
     try:
         return str(spark.catalog.currentDatabase())
     except Exception:  # a session without a catalog API: Spark's default
         return DEFAULT_DATABASE
 
 
-def split_name(spark: Any, name: tuple[str, ...]) -> tuple[str, str]:
+def split_name(spark: SparkSession, name: tuple[str, ...]) -> tuple[str, str]:
     """``(database, table)`` of a 1-3 part name (``spark_catalog.db.t``, ``db.t``, ``t``).
 
     Raises:
@@ -74,7 +74,7 @@ def parse_identifier(text: str) -> TableRef:
     return ref
 
 
-def resolve(spark: Any, ref: TableRef) -> Target | None:
+def resolve(spark: SparkSession, ref: TableRef) -> Target | None:
     """The Delta table ``ref`` means, or ``None`` when it is a name deltalog does not hold."""
     if ref.path is not None:
         return Target(ref.path)
@@ -88,7 +88,7 @@ def resolve(spark: Any, ref: TableRef) -> Target | None:
     return None if entry is None else Target(entry.location, entry)
 
 
-def require(spark: Any, ref: TableRef) -> Target:
+def require(spark: SparkSession, ref: TableRef) -> Target:
     """:func:`resolve`, raising when the name is unknown.
 
     Raises:
@@ -100,12 +100,12 @@ def require(spark: Any, ref: TableRef) -> Target:
     return target
 
 
-def resolve_identifier(spark: Any, identifier: str) -> Target | None:
+def resolve_identifier(spark: SparkSession, identifier: str) -> Target | None:
     """:func:`resolve` of an identifier given as text (``forName``, ``saveAsTable``)."""
     return resolve(spark, parse_identifier(identifier))
 
 
-def new_target(spark: Any, ref: TableRef, location: str | None) -> tuple[Target, bool]:
+def new_target(spark: SparkSession, ref: TableRef, location: str | None) -> tuple[Target, bool]:
     """Where a table being created under ``ref`` lives, and whether it is managed (a name
     without ``location``)."""
     if ref.path is not None:
@@ -116,7 +116,7 @@ def new_target(spark: Any, ref: TableRef, location: str | None) -> tuple[Target,
     return Target(path, TableEntry(database, table, path, managed)), managed
 
 
-def register(spark: Any, target: Target, *, replace: bool = False) -> None:
+def register(spark: SparkSession, target: Target, *, replace: bool = False) -> None:
     """Record a created table's name (nothing for path tables)."""
     if target.entry is not None:
         catalog(spark).register(target.entry, replace=replace)

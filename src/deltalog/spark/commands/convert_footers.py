@@ -17,9 +17,10 @@ from __future__ import annotations
 import functools
 import pickle
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
+from pyspark.sql import SparkSession
 
 from deltalog.commands.convert import FooterReader, read_footer, read_footers
 from deltalog.errors import manage as manage_errors
@@ -38,7 +39,7 @@ _MISSING, _NOT_PARQUET = "missing", "not parquet"
 _READ = "i long, footer binary, error string"
 
 
-def footer_reader(spark: Any, root: str) -> FooterReader:
+def footer_reader(spark: SparkSession, root: str) -> FooterReader:
     """The session's footer reader for the directory at ``root`` (see the module docstring)."""
     try:
         threshold = int(conf_get(spark, THRESHOLD_KEY, str(DEFAULT_THRESHOLD)))
@@ -58,7 +59,7 @@ def footer_reader(spark: Any, root: str) -> FooterReader:
 
 
 def _read_in_tasks(
-    spark: Any,
+    spark: SparkSession,
     options: StorageOptions,
     tasks: int,
     root: str,

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from deltalog import errors
@@ -66,7 +67,7 @@ IDENTITY_ALLOW_EXPLICIT = "delta.identity.allowExplicitInsert"
 # -- conditions ----------------------------------------------------------------------------------
 
 
-def schema_frame(spark: Any, snapshot: Snapshot) -> Any:
+def schema_frame(spark: SparkSession, snapshot: Snapshot) -> Any:
     """An empty DataFrame with the table's columns, to resolve conditions against (classic
     sessions; no job runs)."""
     if getattr(spark, "_jsparkSession", None) is None:
@@ -102,7 +103,7 @@ class Touched:
 
 
 def find_touched(
-    spark: Any,
+    spark: SparkSession,
     txn: Transaction,
     files: pa.Table,
     hit: Any,
@@ -179,7 +180,7 @@ def _elapsed_ms(since: float) -> int:
 # -- DELETE --------------------------------------------------------------------------------------
 
 
-def delete(spark: Any, log: DeltaLog, condition: Any = None) -> int | None:
+def delete(spark: SparkSession, log: DeltaLog, condition: Any = None) -> int | None:
     """Delete the rows for which ``condition`` (SQL text or Column; all rows when ``None``)
     is true; returns the committed version, or ``None`` when no row matched.
 
@@ -191,7 +192,7 @@ def delete(spark: Any, log: DeltaLog, condition: Any = None) -> int | None:
 
 
 def delete_actions(
-    spark: Any, txn: Transaction, condition: Any = None
+    spark: SparkSession, txn: Transaction, condition: Any = None
 ) -> tuple[list[Action], operations.Operation]:
     """The DELETE's data and change files written, and its actions and operation (with
     metrics) to commit in ``txn``; what it read is in ``txn``'s read set."""
@@ -243,7 +244,7 @@ def delete_actions(
 
 
 def _rewrite_without(
-    spark: Any,
+    spark: SparkSession,
     txn: Transaction,
     operation: operations.Operation,
     touched: Touched,
@@ -269,7 +270,9 @@ def _rewrite_without(
 # -- UPDATE --------------------------------------------------------------------------------------
 
 
-def update(spark: Any, log: DeltaLog, condition: Any, assignments: Mapping[str, Any]) -> int | None:
+def update(
+    spark: SparkSession, log: DeltaLog, condition: Any, assignments: Mapping[str, Any]
+) -> int | None:
     """Set ``assignments`` (column name → SQL text or Column) on the rows for which
     ``condition`` is true (all rows when ``None``); returns the committed version, or ``None``
     when no row matched.
@@ -318,7 +321,7 @@ def update(spark: Any, log: DeltaLog, condition: Any, assignments: Mapping[str, 
 
 
 def _update_copy_on_write(
-    spark: Any,
+    spark: SparkSession,
     txn: Transaction,
     operation: operations.Operation,
     touched: Touched,
@@ -342,7 +345,7 @@ def _update_copy_on_write(
 
 
 def _update_with_vectors(
-    spark: Any,
+    spark: SparkSession,
     txn: Transaction,
     operation: operations.Operation,
     files: pa.Table,

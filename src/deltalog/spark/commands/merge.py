@@ -35,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from deltalog import errors
@@ -112,7 +113,7 @@ class _Counts:
 @dataclass
 class MergeCommand:
     builder: MergeSpec
-    spark: Any
+    spark: SparkSession
     counts: _Counts = field(default_factory=_Counts)
     _acted: Any = None  # the persisted acted rows (see _find_touched)
     _images: bool = False  # whether _acted holds their new and old values

@@ -25,10 +25,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import SparkSession
 
 from deltalog.commands.vacuum.file_ops import DriverFileOps, delete_files
 from deltalog.commands.vacuum.files import (
@@ -65,7 +65,7 @@ class SparkFileOps:
         delete_parallelism: delete tasks.
     """
 
-    spark: Any
+    spark: SparkSession
     options: StorageOptions
     listing_threshold: int = 32
     listing_parallelism: int = 10_000
@@ -74,7 +74,7 @@ class SparkFileOps:
     driver: DriverFileOps = field(default_factory=DriverFileOps)
 
     @classmethod
-    def for_session(cls, spark: Any, root: str) -> SparkFileOps:
+    def for_session(cls, spark: SparkSession, root: str) -> SparkFileOps:
         """The session's settings for the table at ``root``."""
         shuffle = _int(spark, SHUFFLE_PARTITIONS_KEY, 200)
         default_threshold = 32 if is_remote(root) else LOCAL_LISTING_THRESHOLD
@@ -137,7 +137,7 @@ def _delete_task(
         yield pa.record_batch([pa.array([deleted], pa.int64())], names=["deleted"])
 
 
-def _int(spark: Any, key: str, default: int) -> int:
+def _int(spark: SparkSession, key: str, default: int) -> int:
     try:
         return int(conf_get(spark, key, str(default)))
     except ValueError:

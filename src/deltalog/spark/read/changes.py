@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from deltalog.change_data_feed import (
@@ -68,7 +69,7 @@ BULK_BYTES = 8 * 2**20
 MAX_BULK_GROUPS = 8
 
 
-def read_changes(spark: Any, log: DeltaLog, options: Mapping[str, str]) -> Any:
+def read_changes(spark: SparkSession, log: DeltaLog, options: Mapping[str, str]) -> Any:
     """The change feed of the table for the range in ``options`` (delta-spark's names:
     ``startingVersion`` / ``startingTimestamp``, ``endingVersion`` / ``endingTimestamp``).
 
@@ -82,7 +83,7 @@ def read_changes(spark: Any, log: DeltaLog, options: Mapping[str, str]) -> Any:
     return changes_to_df(spark, plan_changes(log, cdf_range), log.store)
 
 
-def changes_to_df(spark: Any, plan: ChangePlan, store: LogStore) -> Any:
+def changes_to_df(spark: SparkSession, plan: ChangePlan, store: LogStore) -> Any:
     """The rows of ``plan`` as a DataFrame with :func:`cdc_read_schema`."""
     snapshot = plan.snapshot
     schema = snapshot.schema
@@ -130,7 +131,7 @@ def _distinct(paths: pa.ChunkedArray) -> list[str]:
 
 
 def _scan(
-    spark: Any,
+    spark: SparkSession,
     physical: StructType,
     paths: list[str],
     plan: ChangePlan,
@@ -200,7 +201,7 @@ def _bulk_groups(plan: ChangePlan, data: pa.Table) -> tuple[list[pa.Table], pa.T
     return groups, data.filter(pc.invert(pc.is_in(data["spec_id"], taken)))
 
 
-def _bulk_scan(spark: Any, plan: ChangePlan, group: pa.Table, store: LogStore) -> Any:
+def _bulk_scan(spark: SparkSession, plan: ChangePlan, group: pa.Table, store: LogStore) -> Any:
     """The rows of one :func:`_bulk_groups` group, with the change columns as literals."""
     snapshot = plan.snapshot
     mode = snapshot.column_mapping_mode
@@ -220,7 +221,7 @@ def _bulk_scan(spark: Any, plan: ChangePlan, group: pa.Table, store: LogStore) -
     )
 
 
-def scan_tasks(spark: Any, total_bytes: int) -> int | None:
+def scan_tasks(spark: SparkSession, total_bytes: int) -> int | None:
     """Tasks for a scan of ``total_bytes``: one per ``spark.sql.files.maxPartitionBytes``, at
     least ``spark.sql.files.minPartitionNum`` (default: the cluster's parallelism).
 
@@ -240,7 +241,7 @@ def scan_tasks(spark: Any, total_bytes: int) -> int | None:
     return max(floor, math.ceil(total_bytes / per_task), 1)
 
 
-def _select_rows(spark: Any, plan: ChangePlan, files: pa.Table, df: Any) -> Any:
+def _select_rows(spark: SparkSession, plan: ChangePlan, files: pa.Table, df: Any) -> Any:
     """Rows of data files as the plan rows ``files`` select them (all, all but a DV's, only
     listed ones)."""
     modes = set(pc.unique(files["mode"]).to_pylist())
@@ -262,7 +263,7 @@ def _select_rows(spark: Any, plan: ChangePlan, files: pa.Table, df: Any) -> Any:
     return df.where(keep).drop(SPEC, MODE, ROW, HIT)
 
 
-def _specs(spark: Any, plan: ChangePlan, files: pa.Table, mode: str) -> Any:
+def _specs(spark: SparkSession, plan: ChangePlan, files: pa.Table, mode: str) -> Any:
     """The plan rows ``files`` as a DataFrame keyed by Spark's file URI, with typed partition
     values."""
     snapshot = plan.snapshot

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pyspark.sql import SparkSession
+
 from deltalog.change_data_feed import CdfBounds, is_cdc_read, plan_changes, resolve_range
 from deltalog.delta_log import DeltaLog
 from deltalog.scan.plan import jvm_readable, snapshot_inputs
@@ -23,7 +25,9 @@ from deltalog.spark.session import conf_get, session_time_zone
 from deltalog.spark.storage import jvm_reads, register_session
 
 
-def load(spark: Any, options: Mapping[str, Any], *, python_source: bool = True) -> Any | None:
+def load(
+    spark: SparkSession, options: Mapping[str, Any], *, python_source: bool = True
+) -> Any | None:
     """The DataFrame of a Delta load through Spark's parquet scan, or ``None`` when only the
     Python data source can read it and ``python_source`` says there is one (the caller then
     hands the load to it; without one, the scan raises DELTA_UNREADABLE_FILE_PATH).

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from deltalog.actions import DeletionVectorDescriptor
@@ -56,7 +57,9 @@ class SeamFile:
     deletion_vector: str | None
 
 
-def seam_dataframe(spark: Any, snapshot: Snapshot, files: pa.Table, *, row_ids: bool) -> Any:
+def seam_dataframe(
+    spark: SparkSession, snapshot: Snapshot, files: pa.Table, *, row_ids: bool
+) -> Any:
     """The live rows of ``files`` (rows of ``snapshot.all_files_arrow()``), read in Python
     tasks through the storage seam; the same columns as ``scan_dataframe`` gives."""
     root = snapshot.table_root
@@ -134,20 +137,20 @@ def read_seam_file(layout: TableLayout, file: SeamFile, row_ids: bool) -> pa.Tab
     return logical.append_column(FILE, keys).append_column(ROW, index.column(ROW))
 
 
-def read_through_seam(spark: Any, table_root: str, version: int) -> Any:
+def read_through_seam(spark: SparkSession, table_root: str, version: int) -> Any:
     """The rows of ``table_root`` at ``version`` read by the ``deltalog`` Python data source,
     whose workers fetch the files through the storage seam with this bucket's options."""
     return load_through_seam(spark, table_root, {"versionAsOf": str(version)})
 
 
-def changes_through_seam(spark: Any, table_root: str, start: int, end: int) -> Any:
+def changes_through_seam(spark: SparkSession, table_root: str, start: int, end: int) -> Any:
     """The change feed of versions ``start`` to ``end`` (both included) read by the
     ``deltalog`` Python data source through the storage seam."""
     options = {"readChangeFeed": "true", "startingVersion": str(start), "endingVersion": str(end)}
     return load_through_seam(spark, table_root, options)
 
 
-def load_through_seam(spark: Any, table_root: str, options: Mapping[str, str]) -> Any:
+def load_through_seam(spark: SparkSession, table_root: str, options: Mapping[str, str]) -> Any:
     """A load of the ``deltalog`` Python data source with ``options`` and this bucket's
     storage options (its planner runs in a Python worker of its own, which sees only the
     load's options; Spark's plans do not show them)."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel, TaskContext
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from deltalog import errors
@@ -51,7 +52,7 @@ class SparkState:
 
     def __init__(
         self,
-        spark: Any,
+        spark: SparkSession,
         table_root: str,
         segment: LogSegment,
         store: LogStore,
@@ -127,7 +128,7 @@ class SparkState:
 
 
 def reconstruct(
-    spark: Any,
+    spark: SparkSession,
     segment: LogSegment,
     sidecars: list[str],
     num_partitions: int,
@@ -153,7 +154,7 @@ def reconstruct(
     return state.persist(StorageLevel.MEMORY_AND_DISK)
 
 
-def load_actions(spark: Any, segment: LogSegment, sidecars: list[str]) -> Any:
+def load_actions(spark: SparkSession, segment: LogSegment, sidecars: list[str]) -> Any:
     """Checkpoint rows (with ``sidecars``) and commit rows of ``segment`` as one DataFrame with a
     version column."""
     ensure_no_listing_job(spark)
@@ -208,7 +209,7 @@ def replay_partition(
     yield from state.to_batches(max_chunksize=10_000)
 
 
-def _read_json(spark: Any, paths: list[str], version: Any) -> Any:
+def _read_json(spark: SparkSession, paths: list[str], version: Any) -> Any:
     # FAILFAST: a corrupt line must fail the job, never become a row of nulls.
     return (
         reader(spark)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pyspark.sql import SparkSession
 from sqlglot import exp
 
 from deltalog import errors
@@ -34,11 +35,11 @@ from deltalog.sql.statements import (
 )
 
 
-def _target(spark: Any, statement: Any) -> names.Target | None:
+def _target(spark: SparkSession, statement: Any) -> names.Target | None:
     return names.resolve(spark, statement.table)
 
 
-def alter_column(spark: Any, s: AlterColumn) -> Any:
+def alter_column(spark: SparkSession, s: AlterColumn) -> Any:
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -48,7 +49,7 @@ def alter_column(spark: Any, s: AlterColumn) -> Any:
     return _done(spark)
 
 
-def rename_column(spark: Any, s: RenameColumn) -> Any:
+def rename_column(spark: SparkSession, s: RenameColumn) -> Any:
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -56,7 +57,7 @@ def rename_column(spark: Any, s: RenameColumn) -> Any:
     return _done(spark)
 
 
-def drop_columns(spark: Any, s: DropColumns) -> Any:
+def drop_columns(spark: SparkSession, s: DropColumns) -> Any:
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -64,7 +65,7 @@ def drop_columns(spark: Any, s: DropColumns) -> Any:
     return _done(spark)
 
 
-def cluster_by(spark: Any, s: ClusterBy) -> Any:
+def cluster_by(spark: SparkSession, s: ClusterBy) -> Any:
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
@@ -72,7 +73,7 @@ def cluster_by(spark: Any, s: ClusterBy) -> Any:
     return _done(spark)
 
 
-def show_create_table(spark: Any, s: ShowCreateTable) -> Any:
+def show_create_table(spark: SparkSession, s: ShowCreateTable) -> Any:
     """delta-spark's ``SHOW CREATE TABLE``: one row, ``createtab_stmt``. A managed table shows
     no LOCATION; path tables are named ``delta.`path```."""
     target = _target(spark, s)
@@ -89,7 +90,7 @@ def show_create_table(spark: Any, s: ShowCreateTable) -> Any:
     return spark.createDataFrame([(text,)], "createtab_stmt string")
 
 
-def set_location(spark: Any, s: SetLocation) -> Any:
+def set_location(spark: SparkSession, s: SetLocation) -> Any:
     """``ALTER TABLE name SET LOCATION 'path'``: the name now means the Delta table at
     ``path``, which must have the same schema and partitioning (as delta-spark checks)."""
     target = _target(spark, s)
@@ -130,7 +131,7 @@ def _plain_schema(snapshot: Any) -> tuple[Any, ...]:
     )
 
 
-def describe_table(spark: Any, statement: Parsed) -> Any:
+def describe_table(spark: SparkSession, statement: Parsed) -> Any:
     """``DESCRIBE [TABLE] t`` of a Delta table: Spark's v2 answer (``col_name``,
     ``data_type``, ``comment``), with the partitioning or clustering section. EXTENDED and
     column forms go to Spark over deltalog's read (:data:`NOT_DELTA` here)."""
@@ -169,14 +170,14 @@ def _uri(root: str) -> str:
     return root if ":" in root.split("/", 1)[0] else "file:" + root
 
 
-def _data_type(spark: Any, text: str) -> DataType:
+def _data_type(spark: SparkSession, text: str) -> DataType:
     """A type's SQL text as deltalog's type (Spark parses it, as for CREATE TABLE)."""
     type_json = sql_type_json(spark, text)
     field = {"name": "c", "type": type_json, "nullable": True, "metadata": {}}
     return parse_schema(json.dumps({"type": "struct", "fields": [field]})).fields[0].type
 
 
-def _done(spark: Any) -> Any:
+def _done(spark: SparkSession) -> Any:
     return empty(spark)
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark.sql import SparkSession
+
 from deltalog import errors
 from deltalog.catalog import already_exists
 from deltalog.commands.clone import clone
@@ -51,21 +53,21 @@ CLONE_SCHEMA = (
 PATH_SCHEMA = "path string"
 
 
-def run(spark: Any, statement: Any) -> Any:
+def run(spark: SparkSession, statement: Any) -> Any:
     """Run one of Delta's own statements; its result DataFrame."""
     handler = _RUNNERS[type(statement)]
     return handler(spark, statement)
 
 
-def _table(spark: Any, ref: Any) -> Any:
+def _table(spark: SparkSession, ref: Any) -> Any:
     return DeltaTable.forPath(spark, names.require(spark, ref).path)
 
 
-def _history(spark: Any, s: DescribeHistory) -> Any:
+def _history(spark: SparkSession, s: DescribeHistory) -> Any:
     return _table(spark, s.table).history(s.limit)
 
 
-def _detail(spark: Any, s: DescribeDetail) -> Any:
+def _detail(spark: SparkSession, s: DescribeDetail) -> Any:
     target = names.require(spark, s.table)
     df = _table(spark, s.table).detail()
     if target.entry is None:
@@ -75,7 +77,7 @@ def _detail(spark: Any, s: DescribeDetail) -> Any:
     return spark.createDataFrame([tuple(row[f.name] for f in DETAIL_SCHEMA.fields)], DETAIL_SCHEMA)
 
 
-def _vacuum(spark: Any, s: Vacuum) -> Any:
+def _vacuum(spark: SparkSession, s: Vacuum) -> Any:
     table = _table(spark, s.table)
     result = table.vacuum(s.retain_hours, dryRun=s.dry_run, lite=s.lite)
     if s.dry_run:
@@ -83,7 +85,7 @@ def _vacuum(spark: Any, s: Vacuum) -> Any:
     return spark.createDataFrame([(location_uri(table._log.table_root),)], PATH_SCHEMA)
 
 
-def _optimize(spark: Any, s: Optimize) -> Any:
+def _optimize(spark: SparkSession, s: Optimize) -> Any:
     builder = _table(spark, s.table).optimize()
     if s.where:
         builder = builder.where(s.where)
@@ -92,14 +94,14 @@ def _optimize(spark: Any, s: Optimize) -> Any:
     return builder.executeCompaction()
 
 
-def _restore(spark: Any, s: Restore) -> Any:
+def _restore(spark: SparkSession, s: Restore) -> Any:
     table = _table(spark, s.table)
     if s.version is not None:
         return table.restoreToVersion(s.version)
     return table.restoreToTimestamp(str(s.timestamp))
 
 
-def _convert(spark: Any, s: ConvertToDelta) -> Any:
+def _convert(spark: SparkSession, s: ConvertToDelta) -> Any:
     if s.provider is None or s.table.path is None:
         raise errors.invalid_argument(
             f"CONVERT TO DELTA {s.table}: deltalog converts parquet.`/path` directories",
@@ -109,7 +111,7 @@ def _convert(spark: Any, s: ConvertToDelta) -> Any:
     return empty(spark)
 
 
-def _clone(spark: Any, s: Clone) -> Any:
+def _clone(spark: SparkSession, s: Clone) -> Any:
     source = names.require(spark, s.source)
     existing = names.resolve(spark, s.target) if s.target.path is None else None
     if existing is not None and s.if_not_exists:
@@ -146,17 +148,17 @@ _CLONE_KEYS = (
 )
 
 
-def _generate(spark: Any, s: Generate) -> Any:
+def _generate(spark: SparkSession, s: Generate) -> Any:
     _table(spark, s.table).generate(s.mode)
     return empty(spark)
 
 
-def _unset(spark: Any, s: UnsetProperties) -> Any:
+def _unset(spark: SparkSession, s: UnsetProperties) -> Any:
     unset_table_properties(names.require(spark, s.table).path, s.keys, if_exists=s.if_exists)
     return empty(spark)
 
 
-def _show_properties(spark: Any, s: ShowProperties) -> Any:
+def _show_properties(spark: SparkSession, s: ShowProperties) -> Any:
     props = table_properties(_table(spark, s.table)._log.update())
     if s.key is not None:
         value = props.get(s.key)
@@ -168,12 +170,12 @@ def _show_properties(spark: Any, s: ShowProperties) -> Any:
     return spark.createDataFrame(rows, "key string, value string")
 
 
-def _show_columns(spark: Any, s: ShowColumns) -> Any:
+def _show_columns(spark: SparkSession, s: ShowColumns) -> Any:
     snapshot = _table(spark, s.table)._log.update()
     return spark.createDataFrame([(f.name,) for f in snapshot.schema.fields], "col_name string")
 
 
-def _show_tables(spark: Any, s: ShowTables) -> Any:
+def _show_tables(spark: SparkSession, s: ShowTables) -> Any:
     """Spark's answer plus deltalog's names of the database (its own temporary views
     hidden)."""
     database = s.database or names.current_database(spark)

@@ -13,6 +13,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from pyspark.sql import SparkSession
 from sqlglot import exp
 
 from deltalog import errors
@@ -29,7 +30,7 @@ from deltalog.txn.operations import Operation
 CONSTRAINT_PREFIX = "delta.constraints."
 
 
-def alter(spark: Any, statement: Parsed) -> Any:
+def alter(spark: SparkSession, statement: Parsed) -> Any:
     node = statement.expression
     if str(node.args.get("kind", "")).upper() != "TABLE":
         return NOT_DELTA
@@ -41,7 +42,7 @@ def alter(spark: Any, statement: Parsed) -> Any:
     return empty(spark)
 
 
-def _alter_one(spark: Any, target: names.Target, action: exp.Expression) -> None:
+def _alter_one(spark: SparkSession, target: names.Target, action: exp.Expression) -> None:
     if isinstance(action, exp.AlterSet) and action.expressions:
         props = action.expressions[0]
         values = dict(property_pair(p) for p in props.expressions)
@@ -83,7 +84,7 @@ def _commit_metadata(target: names.Target, change: Any, operation: Operation) ->
     return txn.commit([], operation)
 
 
-def add_columns(spark: Any, target: names.Target, columns: list[exp.Expression]) -> None:
+def add_columns(spark: SparkSession, target: names.Target, columns: list[exp.Expression]) -> None:
     """``ADD COLUMNS (name type [NOT NULL] [COMMENT c], ...)``: nullable new columns at the
     end of the schema (NOT NULL is refused, as in delta-spark)."""
     probe = DeltaTableBuilder(spark, "create")
@@ -116,7 +117,7 @@ def add_columns(spark: Any, target: names.Target, columns: list[exp.Expression])
     _commit_metadata(target, change, Operation("ADD COLUMNS", params))
 
 
-def add_constraint(spark: Any, target: names.Target, name: str, expression: str) -> None:
+def add_constraint(spark: SparkSession, target: names.Target, name: str, expression: str) -> None:
     """``ADD CONSTRAINT name CHECK (expr)``: every existing row must satisfy it first."""
     key = CONSTRAINT_PREFIX + name.lower()
     # A NULL result violates too, as in delta-spark's constraint check.
@@ -164,7 +165,7 @@ def drop_constraint(target: names.Target, name: str, *, if_exists: bool) -> None
     _commit_metadata(target, change, Operation("DROP CONSTRAINT", {"name": name}))
 
 
-def rename(spark: Any, target: names.Target, new_name: exp.Expression) -> None:
+def rename(spark: SparkSession, target: names.Target, new_name: exp.Expression) -> None:
     """``ALTER TABLE a RENAME TO b``: the name moves; a managed table's folder moves to the
     new name's place in the warehouse (as Spark's session catalog does), an external table
     stays where it is.
@@ -190,7 +191,7 @@ def rename(spark: Any, target: names.Target, new_name: exp.Expression) -> None:
     DeltaLog.clear_cache()
 
 
-def drop(spark: Any, statement: Parsed) -> Any:
+def drop(spark: SparkSession, statement: Parsed) -> Any:
     """DROP TABLE of a name deltalog holds: the name goes, and a managed table's files."""
     node = statement.expression
     if str(node.args.get("kind", "")).upper() != "TABLE":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark.sql import SparkSession
 from sqlglot import exp
 
 from deltalog import errors
@@ -51,7 +52,7 @@ def _qualifiers(node: exp.Table) -> set[str]:
     return out
 
 
-def _table(spark: Any, target: names.Target) -> Any:
+def _table(spark: SparkSession, target: names.Target) -> Any:
     return DeltaTable.forPath(spark, target.path)
 
 
@@ -69,7 +70,7 @@ def _metric(table: Any, version: int | None, key: str) -> int:
 # -- DELETE / UPDATE / MERGE --------------------------------------------------------------------
 
 
-def delete(spark: Any, statement: Parsed) -> Any:
+def delete(spark: SparkSession, statement: Parsed) -> Any:
     node = statement.expression
     target = target_of(spark, node.this)
     if target is None:
@@ -82,7 +83,7 @@ def delete(spark: Any, statement: Parsed) -> Any:
     return spark.createDataFrame([(rows,)], AFFECTED_SCHEMA)
 
 
-def update(spark: Any, statement: Parsed) -> Any:
+def update(spark: SparkSession, statement: Parsed) -> Any:
     node = statement.expression
     target = target_of(spark, node.this)
     if target is None:
@@ -111,7 +112,7 @@ def _column_name(node: exp.Expression, qualifiers: set[str]) -> str:
     return node.sql(dialect=DIALECT)
 
 
-def merge(spark: Any, statement: Parsed) -> Any:
+def merge(spark: SparkSession, statement: Parsed) -> Any:
     node = statement.expression
     target = target_of(spark, node.this)
     if target is None:
@@ -165,7 +166,7 @@ def _clause(builder: Any, when: exp.When, qualifiers: set[str]) -> Any:
 # -- INSERT -------------------------------------------------------------------------------------
 
 
-def insert(spark: Any, statement: Parsed) -> Any:
+def insert(spark: SparkSession, statement: Parsed) -> Any:
     node = statement.expression
     target = target_of(spark, node.this)
     if target is None:
@@ -232,7 +233,7 @@ _KINDS = {
 }
 
 
-def create(spark: Any, statement: Parsed) -> Any:
+def create(spark: SparkSession, statement: Parsed) -> Any:
     node = statement.expression
     if str(node.args.get("kind", "")).upper() != "TABLE":
         return NOT_DELTA
@@ -307,7 +308,11 @@ def _property_text(node: Any) -> str:
 
 
 def _create_as_select(
-    spark: Any, target: names.Target, kind: str, props: dict[str, Any], query: exp.Expression
+    spark: SparkSession,
+    target: names.Target,
+    kind: str,
+    props: dict[str, Any],
+    query: exp.Expression,
 ) -> None:
     df = query_dataframe(spark, query)
     options: dict[str, str] = dict(props["properties"])
@@ -322,7 +327,11 @@ def _create_as_select(
 
 
 def _create_from_columns(
-    spark: Any, target: names.Target, kind: str, props: dict[str, Any], schema_node: exp.Expression
+    spark: SparkSession,
+    target: names.Target,
+    kind: str,
+    props: dict[str, Any],
+    schema_node: exp.Expression,
 ) -> None:
     columns = schema_node.expressions if isinstance(schema_node, exp.Schema) else []
     exists = DeltaTable.isDeltaTable(spark, target.path)

@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import TaskContext
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from deltalog import errors
@@ -60,7 +61,7 @@ _TRUE = {"true": True, "false": False}
 
 
 def parse_writer_options(
-    spark: Any,
+    spark: SparkSession,
     options: Mapping[str, Any],
     *,
     mode: str | None,

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlglot
+from pyspark.sql import SparkSession
 from sqlglot.errors import ParseError
 
 from deltalog import errors
@@ -22,7 +23,7 @@ from deltalog.spark.conditions import condition_sql
 from deltalog.spark.write.batch import write_dataframe
 
 
-def is_delta_name(spark: Any, name: str) -> bool:
+def is_delta_name(spark: SparkSession, name: str) -> bool:
     """Whether ``name`` is a Delta table deltalog's catalog holds."""
     try:
         return names.resolve_identifier(spark, name) is not None
@@ -91,7 +92,7 @@ def insert_into(df: Any, name: str, *, overwrite: bool) -> None:
     write_dataframe(df.toDF(*columns), target.path, mode=mode)
 
 
-def table_columns(spark: Any, path: str) -> list[str]:
+def table_columns(spark: SparkSession, path: str) -> list[str]:
     return [f.name for f in DeltaLog.for_table(path).update().schema.fields]
 
 

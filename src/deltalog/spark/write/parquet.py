@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from deltalog.actions import AddFile
@@ -52,7 +53,7 @@ _TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
 WRITER_CONF = "spark.deltalog.writer"  # auto (default), spark or python: which writer to use
 
 
-def can_write(spark: Any, plan: WritePlan) -> bool:
+def can_write(spark: SparkSession, plan: WritePlan) -> bool:
     """Whether Spark's parquet writer can write this table's files."""
     choice = conf_get(spark, WRITER_CONF, "auto").lower()
     if choice == "python" or not jvm_reads(spark, plan.layout.table_root):
