@@ -32,7 +32,7 @@ def main() -> None:
             f"{collected_after * 1e3:.2f} ms (x{collected_after / collected_before:.2f}); "
             f"parse alone {parsing * 1e3:.3f} ms"
         )
-        from deltalog.spark.sql.dispatch import _session_classes
+        from deltalog.spark.patches.sql_session import _session_classes
 
         for cls in _session_classes():  # unwrap for the next statement's 'before'
             cls.sql = cls._deltalog_original_sql

@@ -44,7 +44,7 @@ _LAZY: dict[str, str] = {
     "InMemoryLogReplay": "deltalog.log.replay",
     "LogSegment": "deltalog.log.segment",
     "Snapshot": "deltalog.log.snapshot",
-    "configure_spark_with_delta_pip": "deltalog.spark.api.configure",
+    "configure_spark_with_delta_pip": "deltalog.spark.patches.configure",
 }
 
 
@@ -190,28 +190,7 @@ def register(spark: object) -> str:
     (:func:`deltalog.spark.session.ensure_worker_python`); a local Spark Connect session whose
     workers cannot import deltalog raises ``InvalidArgumentError`` saying what to set.
     """
-    import importlib.util
+    # The Spark layer (and pyspark) is imported only when Spark is used.
+    from deltalog.spark.patches.register import register as install
 
-    from deltalog.spark.session import ensure_worker_python
-
-    ensure_worker_python(spark)
-    _install_sql()
-    if importlib.util.find_spec("pyspark.sql.datasource") is None:
-        from deltalog.spark.patches.dataframe_io import install
-
-        install("delta", reads=True)
-        return "delta"
-    from deltalog.spark.read.source import register as register_source
-
-    return register_source(spark)
-
-
-def _install_sql() -> None:
-    """Delta's SQL through ``spark.sql`` and table names (needs sqlglot, the ``spark`` extra)."""
-    import importlib.util
-
-    if importlib.util.find_spec("sqlglot") is None:
-        return
-    from deltalog.spark.sql.dispatch import install
-
-    install()
+    return install(spark)

@@ -19,8 +19,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from deltalog.scan.row_filter import PartitionMatcher
-from deltalog.spark.read.common import arrow_to_df
-from deltalog.spark.session import to_arrow
+from deltalog.spark.session import arrow_to_df, to_arrow
 
 _ROW = "__deltalog_partition_row"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from deltalog import errors
 from deltalog.log.checkpoint_options import CheckpointOptions
@@ -58,6 +58,26 @@ def pyspark_classes(name: str, classic: str | tuple[str, ...], connect: str) -> 
     with contextlib.suppress(Exception):  # Connect's client dependencies are optional
         classes.append(getattr(importlib.import_module(connect), name))
     return classes
+
+
+def arrow_to_df(spark: SparkSession, table: pa.Table, *, local: bool = True) -> DataFrame:
+    """A small Arrow table as a DataFrame (Arrow directly on Spark 4; rows on 3.5, because a
+    pandas round trip would turn null numbers into NaN).
+
+    ``local=False`` (classic sessions): the rows become an RDD rather than a ``LocalRelation``.
+    Every analysis of a plan holding a ``LocalRelation`` costs in proportion to its rows, so
+    tables of many rows that later plans build on take this form (``bench/README.md``).
+    """
+    if not local and getattr(spark, "_jsparkSession", None) is not None:
+        with session_conf(spark, "spark.sql.execution.arrow.localRelationThreshold", "0"):
+            return arrow_to_df(spark, table)
+    try:
+        return spark.createDataFrame(table)
+    except (TypeError, ValueError):
+        # PySpark 3.5's path only (4.x takes Arrow).
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        return spark.createDataFrame(table.to_pylist(), from_arrow_schema(table.schema))
 
 
 def conf_get(spark: Any, key: str, default: str) -> str:

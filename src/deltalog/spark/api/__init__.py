@@ -1,4 +1,3 @@
 """delta-spark's Python API: ``DeltaTable`` and its table builder (``delta_table``, the columns
 in ``columns``, history and detail rows in ``describe``), ``DeltaMergeBuilder``
-(``merge_builder``), their argument checks (``arguments``) and
-``configure_spark_with_delta_pip`` (``configure``)."""
+(``merge_builder``) and their argument checks (``arguments``)."""

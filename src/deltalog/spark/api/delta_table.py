@@ -29,7 +29,7 @@ from deltalog.spark.commands.dml import delete, update
 from deltalog.spark.commands.manage import convert, timestamp_ms
 from deltalog.spark.commands.optimize import DeltaOptimizeBuilder
 from deltalog.spark.commands.vacuum import restore, vacuum
-from deltalog.spark.patches import pushdown
+from deltalog.spark.read import pushdown
 from deltalog.spark.read.changes import read_changes as read
 from deltalog.spark.read.scan import read_snapshot
 from deltalog.spark.session import checkpoint_options, session_time_zone

@@ -24,8 +24,7 @@ from pyspark.sql import SparkSession
 
 from deltalog.commands.convert import FooterReader, read_footer, read_footers
 from deltalog.errors import manage as manage_errors
-from deltalog.spark.read.common import arrow_to_df
-from deltalog.spark.session import conf_get, to_arrow
+from deltalog.spark.session import arrow_to_df, conf_get, to_arrow
 from deltalog.spark.storage import register_session
 from deltalog.storage import StorageOptions, store_for
 from deltalog.storage.base import LogStore

@@ -79,9 +79,9 @@ from deltalog.spark.commands.merge_clauses import (
 )
 from deltalog.spark.commands.merge_source import materialized
 from deltalog.spark.conditions import condition_column, condition_sql
-from deltalog.spark.read.common import FILE, ROW, arrow_to_df, file_keys
+from deltalog.spark.read.common import FILE, ROW, file_keys
 from deltalog.spark.read.scan import scan_dataframe
-from deltalog.spark.session import conf_get
+from deltalog.spark.session import arrow_to_df, conf_get
 from deltalog.spark.write.batch import write_change_rows, write_rows
 from deltalog.txn import operations
 

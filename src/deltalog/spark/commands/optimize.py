@@ -47,9 +47,9 @@ from deltalog.commands.optimize.zorder import (
 from deltalog.commands.write.write_into_delta import WritePlan, dml_plan
 from deltalog.spark import captured
 from deltalog.spark.commands.dml import start
-from deltalog.spark.read.common import FILE, ROW, arrow_to_df, file_keys
+from deltalog.spark.read.common import FILE, ROW, file_keys
 from deltalog.spark.read.scan import scan_dataframe
-from deltalog.spark.session import conf_get, to_arrow
+from deltalog.spark.session import arrow_to_df, conf_get, to_arrow
 from deltalog.spark.write.batch import write_rows
 
 if TYPE_CHECKING:

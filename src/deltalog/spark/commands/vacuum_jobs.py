@@ -39,8 +39,7 @@ from deltalog.commands.vacuum.files import (
     list_under,
     top_level,
 )
-from deltalog.spark.read.common import arrow_to_df
-from deltalog.spark.session import conf_get, to_arrow
+from deltalog.spark.session import arrow_to_df, conf_get, to_arrow
 from deltalog.spark.storage import register_session
 from deltalog.storage import StorageOptions, is_remote, store_for
 from deltalog.storage.base import LogStore

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deltalog.spark.patches.patch import Update, record
+from deltalog.spark.patching import Update, record
 from deltalog.spark.session import pyspark_classes
 
 WRITE_STATE = "_deltalog_write_state"

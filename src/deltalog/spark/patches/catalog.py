@@ -16,7 +16,7 @@ from pyspark.sql.catalog import Table
 
 from deltalog.spark import names
 from deltalog.spark.names import VIEW_PREFIX, like
-from deltalog.spark.patches.patch import patch_classes, wrap
+from deltalog.spark.patching import patch_classes, wrap
 from deltalog.spark.session import pyspark_classes
 
 

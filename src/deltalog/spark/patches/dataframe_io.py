@@ -29,7 +29,6 @@ from typing import Any
 
 from deltalog import errors
 from deltalog.spark import captured
-from deltalog.spark.patches import pushdown
 from deltalog.spark.patches.builders import (
     FORMATS,
     builder_state,
@@ -41,9 +40,10 @@ from deltalog.spark.patches.builders import (
     writer_classes,
     writer_dataframe,
 )
-from deltalog.spark.patches.patch import patch_classes, wrap
 from deltalog.spark.patches.streams import install_streaming
+from deltalog.spark.patching import patch_classes, wrap
 from deltalog.spark.read import load as delta_load
+from deltalog.spark.read import pushdown
 from deltalog.spark.read.load import load_with_python_source
 from deltalog.spark.write.batch import write_dataframe
 

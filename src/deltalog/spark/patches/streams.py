@@ -24,8 +24,7 @@ from typing import Any
 
 from deltalog import errors
 from deltalog.catalog import not_found
-from deltalog.spark import captured
-from deltalog.spark.patches import patch
+from deltalog.spark import captured, patching
 from deltalog.spark.patches.builders import (
     builder_state,
     is_delta,
@@ -33,7 +32,7 @@ from deltalog.spark.patches.builders import (
     reader_session,
     record_builder,
 )
-from deltalog.spark.patches.patch import patch_classes, wrap
+from deltalog.spark.patching import patch_classes, wrap
 from deltalog.spark.read.options import STREAMING_MARKER
 from deltalog.spark.session import pyspark_classes
 from deltalog.spark.streaming.query import delta_sink_query
@@ -56,7 +55,7 @@ def _patch_reader(cls: type) -> None:
 
 def _patch_writer(cls: type) -> None:
     record_builder(cls)
-    patch.record(cls, "outputMode", builder_state, _note_output_mode)
+    patching.record(cls, "outputMode", builder_state, _note_output_mode)
     wrap(cls, "start", _bridged_start)
     wrap(cls, "toTable", _bridged_to_table)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from deltalog.spark import captured
 from deltalog.spark.patches.builders import FORMATS, writer_dataframe
-from deltalog.spark.patches.patch import Update, patch_classes, record, wrap
+from deltalog.spark.patching import Update, patch_classes, record, wrap
 from deltalog.spark.session import pyspark_classes
 
 _STATE = "_deltalog_v2_state"

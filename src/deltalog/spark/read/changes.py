@@ -48,11 +48,11 @@ from deltalog.change_data_feed import (
 from deltalog.partition_values import typed_partition_values
 from deltalog.scan.plan import partitions_from_paths, spark_file_uris
 from deltalog.schema import PrimitiveType, StructField, StructType
-from deltalog.spark.read.common import FIELD_ID_READ, FILE, ROW, arrow_to_df, read_files_or_raise
+from deltalog.spark.read.common import FIELD_ID_READ, FILE, ROW, read_files_or_raise
 from deltalog.spark.read.scan import logical_columns, physical_field
 from deltalog.spark.read.seam_scan import changes_through_seam
 from deltalog.spark.schema import to_spark_schema
-from deltalog.spark.session import conf_get, ensure_no_listing_job
+from deltalog.spark.session import arrow_to_df, conf_get, ensure_no_listing_job
 from deltalog.spark.storage import jvm_reads
 from deltalog.table_properties import parse_byte_size
 

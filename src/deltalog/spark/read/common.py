@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame
 
 from deltalog import errors
 from deltalog.scan.plan import FILE, ROW, local_paths, spark_file_uris
-from deltalog.spark.session import is_connect, reader, session_conf
+from deltalog.spark.session import is_connect, reader
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -32,7 +32,6 @@ __all__ = [
     "FIELD_ID_READ",
     "FILE",
     "ROW",
-    "arrow_to_df",
     "file_keys",
     "newline_joined",
     "read_files_or_raise",
@@ -113,24 +112,3 @@ def read_files_or_raise(
             table=table_root,
             help="restore the file, or repair the table (FSCK) to drop it from the log.",
         ) from e
-
-
-def arrow_to_df(spark: SparkSession, table: pa.Table, *, local: bool = True) -> DataFrame:
-    """A small Arrow table as a DataFrame (Arrow directly on Spark 4; rows on 3.5, because a
-    pandas round trip would turn null numbers into NaN).
-
-    ``local=False`` (classic sessions): the rows become an RDD rather than a ``LocalRelation``.
-    Every analysis of a plan holding a ``LocalRelation`` costs in proportion to its rows
-    (measured: 100k rows joined into a plan built with a few ``withColumn``, 0.1-0.3 s against
-    0.05 s), so tables of many rows that later plans build on take this form.
-    """
-    if not local and getattr(spark, "_jsparkSession", None) is not None:
-        with session_conf(spark, "spark.sql.execution.arrow.localRelationThreshold", "0"):
-            return arrow_to_df(spark, table)
-    try:
-        return spark.createDataFrame(table)
-    except (TypeError, ValueError):
-        # PySpark 3.5's path only (4.x takes Arrow).
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        return spark.createDataFrame(table.to_pylist(), from_arrow_schema(table.schema))

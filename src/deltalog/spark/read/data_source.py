@@ -138,7 +138,7 @@ class DeltaDataSource(DataSource):
 
     def streamReader(self, schema: Any) -> Any:
         try:
-            from deltalog.spark.streaming.source import DeltaStreamReader
+            from deltalog.spark.read.stream_source import DeltaStreamReader
         except ImportError:  # pyspark.sql.streaming.datasource (read limits) arrived in 4.2
             raise errors.UnsupportedFeatureError(
                 "DELTA_STREAMING_SOURCE_UNSUPPORTED",

@@ -2,7 +2,7 @@
 to it later can skip files by the log's statistics.
 
 :func:`~deltalog.spark.read.scan.read_snapshot` tags what it returns; the ``DataFrame.filter``
-wrapper of :mod:`deltalog.spark.patches.pushdown` (installed by the entry points that hand
+wrapper of :mod:`deltalog.spark.read.pushdown` (installed by the entry points that hand
 Delta reads to users: ``DeltaTable``, ``read_table`` and the ``format("delta")`` bridge) reads the
 tag and makes the read again over fewer files.
 """
@@ -28,7 +28,7 @@ class DeltaRead:
         store: the table's log store.
         texts: the SQL of the filters already applied, which skipping reads.
         levels: on Connect, the plan id of the read and of each filter on it, with the filter
-            (how the read is made again: see :mod:`deltalog.spark.patches.pushdown`).
+            (how the read is made again: see :mod:`deltalog.spark.read.pushdown`).
     """
 
     snapshot: Snapshot

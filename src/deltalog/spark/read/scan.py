@@ -36,12 +36,12 @@ from deltalog.schema import StructField, StructType, map_fields
 from deltalog.schema import (
     read_schema as visible_schema,
 )
-from deltalog.spark.read.common import FIELD_ID_READ, FILE, ROW, arrow_to_df, read_files_or_raise
+from deltalog.spark.read.common import FIELD_ID_READ, FILE, ROW, read_files_or_raise
 from deltalog.spark.read.delta_read import DeltaRead, tag, tag_filtered
 from deltalog.spark.read.listed import listed_read
 from deltalog.spark.read.seam_scan import read_through_seam, seam_dataframe
 from deltalog.spark.schema import to_spark_schema
-from deltalog.spark.session import conf_get, ensure_no_listing_job
+from deltalog.spark.session import arrow_to_df, conf_get, ensure_no_listing_job
 from deltalog.spark.storage import jvm_reads, note_path
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
     ``where`` is a SQL filter: files it rules out by partition values or statistics are not
     read at all (:mod:`deltalog.scan.skipping`), and the filter is applied to the rows read.
     The result is tagged (:mod:`~deltalog.spark.read.delta_read`): filters applied to it skip
-    files the same way where the entry point installed :mod:`deltalog.spark.patches.pushdown`.
+    files the same way where the entry point installed :mod:`deltalog.spark.read.pushdown`.
 
     Raises:
         InvalidTableError: a data file named in the log is missing.

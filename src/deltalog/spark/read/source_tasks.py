@@ -1,7 +1,7 @@
 """The tasks of the Delta Python data source and the reader that runs them on the executors.
 
 A batch read (:mod:`deltalog.spark.read.data_source`) and a streaming read
-(:mod:`deltalog.spark.streaming.source`) both plan :class:`FileGroup` partitions: the files one
+(:mod:`deltalog.spark.read.stream_source`) both plan :class:`FileGroup` partitions: the files one
 Spark task reads, each a :class:`FileTask` (a data file: path, typed partition values, deletion
 vector) or a :class:`ChangeTask` (one file read of a change-feed plan). :class:`DeltaReader`
 reads each file with pyarrow, drops deleted rows, maps physical columns to logical ones and adds

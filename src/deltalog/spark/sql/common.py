@@ -17,7 +17,7 @@ from sqlglot import exp
 from deltalog.spark import names
 from deltalog.sql.statements import TableRef
 
-# Where :func:`deltalog.spark.sql.dispatch.install` keeps a session class's own ``sql``.
+# Where :func:`deltalog.spark.patches.sql_session.install` keeps a session class's own ``sql``.
 ORIGINAL_SQL = "_deltalog_original_sql"
 NOT_DELTA = object()  # a handler's answer for a statement Spark runs unchanged
 

@@ -110,7 +110,7 @@ def pushed_where(node: exp.Table, columns: list[str]) -> str | None:
     table's columns with literals; across a join, only columns qualified by the table's alias
     or name. For such a query, filtering the table's rows by them first is exactly what the
     WHERE does, and the view built so skips files by the log's statistics
-    (:mod:`deltalog.spark.patches.pushdown`). The query's WHERE still runs on the rows read.
+    (:mod:`deltalog.spark.read.pushdown`). The query's WHERE still runs on the rows read.
     """
     select = node.parent.parent if isinstance(node.parent, exp.From | exp.Join) else None
     if not isinstance(select, exp.Select) or select.args.get("laterals"):

@@ -1,2 +1,3 @@
-"""Structured Streaming on Spark: the Delta source (``source``), the exactly-once sink
-(``sink``) and the query a sink's ``start()`` returns (``query``)."""
+"""Structured Streaming writes on Spark: the exactly-once sink (``sink``) and the query a
+sink's ``start()`` returns (``query``); the Delta source is a read
+(:mod:`deltalog.spark.read.stream_source`)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from deltalog import register
+from deltalog.spark.patches.register import register
 
 # Settings that name delta-spark's JVM classes or packages.
 _DELTA_JVM = ("io.delta.", "org.apache.spark.sql.delta.")

@@ -3,7 +3,7 @@ original.
 
 Every bridge (:mod:`~deltalog.spark.patches.dataframe_io`, :mod:`~deltalog.spark.patches.streams`,
 :mod:`~deltalog.spark.patches.writer_v2`, :mod:`~deltalog.spark.patches.catalog`,
-:mod:`~deltalog.spark.patches.pushdown`, :mod:`deltalog.spark.sql.dispatch`) wraps the classic
+:mod:`~deltalog.spark.read.pushdown`, :mod:`~deltalog.spark.patches.sql_session`) wraps the classic
 and the Spark Connect class alike. A wrapper is made by a factory from the original method and
 keeps it as ``__wrapped__`` (``functools.wraps``), so PySpark's own method stays reachable; a
 class is marked when patched, so installing again changes nothing.

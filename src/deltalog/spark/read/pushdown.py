@@ -29,7 +29,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from deltalog.spark.patches.patch import patch_classes, wrap
+from deltalog.spark.patching import patch_classes, wrap
 from deltalog.spark.read.delta_read import DeltaRead, plan_id, read_of, tag
 from deltalog.spark.read.scan import scan_dataframe, scan_files
 from deltalog.spark.session import pyspark_classes
