@@ -355,10 +355,9 @@ def _update_with_vectors(
 ) -> tuple[Touched, int]:
     """Deletion vectors: one scan, of only the columns the condition reads, collects the
     updated rows' indexes (the vectors); a second scan of the touched files writes their new
-    values (reference ``DeltaUpdate`` with DVs). Measured against one scan of every column
-    persisted and read back twice: a fifth less time on 4M rows (caching 400k wide rows costs
-    more than reading the touched files again). Returns the touched files and the
-    milliseconds spent writing.
+    values (reference ``DeltaUpdate`` with DVs). That beats one scan of every column persisted
+    and read back twice (caching wide rows costs more than reading the touched files again:
+    ``bench/README.md``). Returns the touched files and the milliseconds spent writing.
 
     A condition that is not deterministic may select other rows the second time: the written
     count then differs from the marked one and the command fails without committing.

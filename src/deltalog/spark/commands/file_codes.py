@@ -2,11 +2,11 @@
 
 DML's first job brings (file, row index, ...) rows of the changed rows to the driver: the row
 indexes become deletion vectors, the files the touched set. Each row carries Spark's ``crc32``
-of its :data:`~deltalog.spark.read.scan.FILE` key instead of the path: :func:`zlib.crc32` computes
-the same on the driver from the scan's own keys (:func:`~deltalog.spark.read.scan.file_keys`), so
-the codes are mapped back there. Measured on a 16M-row table: the row indexes of 1.6M matching
-rows in 0.42 s, against 0.94 s gathering them per path in the executors (a shuffle).
-Collected as they are, the path repeated on every row would be most of the bytes.
+of its :data:`~deltalog.spark.read.common.FILE` key instead of the path: :func:`zlib.crc32` computes
+the same on the driver from the scan's own keys (:func:`~deltalog.spark.read.common.file_keys`), so
+the codes are mapped back there, with no shuffle to gather rows per path in the executors
+(``bench/README.md`` has the figures). Collected as they are, the path repeated on every row
+would be most of the bytes.
 
 Two files of one scan sharing a code is rare (32 bits) but possible: then, and for any code no
 key has, the rows are gathered per file path in the executors instead

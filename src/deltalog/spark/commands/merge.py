@@ -537,8 +537,8 @@ def _unqualified(p: Comparison | In | IsNull, prefix: int) -> Predicate:
 
 
 def _row_keys(rows: pa.Table) -> np.ndarray:
-    """One integer per target row of ``rows`` (file number and row index): grouping 100k
-    rows by the file's path string and the index takes Arrow ~60 ms, sorting these ~5 ms."""
+    """One integer per target row of ``rows`` (file number and row index): integers sort an
+    order of magnitude faster than Arrow groups rows by path string and index."""
     files = rows.column(FILE).combine_chunks().dictionary_encode().indices
     numbers = files.to_numpy(zero_copy_only=False).astype(np.int64)
     indexes = rows.column(ROW).to_numpy().astype(np.int64)

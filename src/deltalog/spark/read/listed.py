@@ -1,7 +1,8 @@
 """Reading a snapshot's files by their directories, when those hold exactly the snapshot's files.
 
-Spark's parquet reader given 4,000 file paths checks and stats each one on the driver: about
-0.3 s, where listing the four directories that hold them takes 0.1 s. A freshly written or
+Spark's parquet reader given many file paths checks and stats each one on the driver, which
+costs more than listing the few directories that hold them (``bench/README.md``). A freshly
+written or
 compacted-and-vacuumed table's directories often hold exactly its live files, so when they do,
 the read is planned over the directories instead.
 
@@ -87,7 +88,7 @@ def _hidden(name: str) -> bool:
 def _lists_exactly(spark: Any, df: Any, paths: pa.Array) -> bool:
     """Whether the file index of ``df`` (a read of directories) holds exactly ``paths``,
     compared in the JVM: the expected names cross py4j as one string, nothing comes back but
-    the answer (4,000 names sent back cost ~50 ms to decode)."""
+    the answer (names sent back would cost more to decode than the comparison)."""
     # The index names files ``file:///p``; Spark's URI of a local path is ``file:/p``.
     uris = spark_file_uris(paths)
     names = pc.binary_join_element_wise("file://", pc.utf8_slice_codeunits(uris, 5), "")
