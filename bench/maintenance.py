@@ -34,29 +34,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from maintenance_session import TARGET, session  # bench/ is on sys.path as a script
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "_data" / "maintenance"
 ROWS_PER_FILE = 1000
-TARGET = 128 * 1024 * 1024
-
-
-def session() -> Any:
-    from pyspark.sql import SparkSession
-
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("deltalog-bench-maintenance")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.driver.memory", "4g")
-        .config("spark.databricks.delta.optimize.maxFileSize", str(TARGET))
-        .config("spark.databricks.delta.optimize.minFileSize", str(TARGET))
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
 
 
 def build_base(files: int) -> Path:

@@ -198,7 +198,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--runs", type=int, default=None)
     args = parser.parse_args()
-    from maintenance import session  # bench/ is on sys.path when run as a script
+    from maintenance_session import session  # bench/ is on sys.path when run as a script
 
     import deltalog
 
