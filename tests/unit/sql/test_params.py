@@ -1,4 +1,4 @@
-"""Parameter markers in Delta's statements (``deltalog.spark.sql.params``, engine-free: only
+"""Parameter markers in Delta's statements (``deltalog.sql.params``, engine-free: only
 sqlglot): binding is checked on text alone, without Spark."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from deltalog import errors
-from deltalog.spark.sql.params import bind
+from deltalog.sql.params import bind
 
 pytest.importorskip("sqlglot")
 
