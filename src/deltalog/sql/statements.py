@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -82,6 +83,7 @@ __all__ = [
     "UnsetProperties",
     "Vacuum",
     "parse",
+    "property_pair",
 ]
 
 
@@ -194,3 +196,21 @@ _COMMANDS: dict[str, Callable[[TokenReader], Statement]] = {
     "CONVERT": commands.convert,
     "GENERATE": commands.generate,
 }
+
+
+def property_pair(p: exp.Property) -> tuple[str, str]:
+    """A ``TBLPROPERTIES`` entry as text: keys quoted or not (``delta.appendOnly``), values
+    strings, numbers or booleans (``true``), as Spark's ``propertyKey`` / ``propertyValue``."""
+    return _property_text(p.this), _property_text(p.args["value"])
+
+
+def _property_text(node: Any) -> str:
+    if isinstance(node, exp.Literal):
+        return str(node.this)
+    if isinstance(node, exp.Boolean):
+        return "true" if node.this else "false"
+    if isinstance(node, exp.Dot | exp.Column):
+        return ".".join(_property_text(part) for part in node.flatten())
+    if isinstance(node, exp.Identifier | exp.Var):
+        return str(node.this)
+    return node.sql(dialect=DIALECT)

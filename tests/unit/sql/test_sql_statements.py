@@ -198,7 +198,7 @@ def test_alter_forms_sqlglot_reads_stay_with_sqlglot() -> None:
 
 
 def test_property_keys_and_values_quoted_or_not() -> None:
-    from deltalog.spark.sql.dml import property_pair
+    from deltalog.sql.statements import property_pair
 
     statement = parse(
         "ALTER TABLE t SET TBLPROPERTIES (delta.enableChangeDataFeed = true, 'a.b' = 'c', "

@@ -23,8 +23,8 @@ from deltalog.delta_log import DeltaLog
 from deltalog.spark import names
 from deltalog.spark.api.delta_table import DeltaTableBuilder, read_table
 from deltalog.spark.sql.common import NOT_DELTA, empty, table_ref, target_of
-from deltalog.spark.sql.dml import add_column, property_pair
-from deltalog.sql.statements import DIALECT, Parsed
+from deltalog.spark.sql.dml import add_column
+from deltalog.sql.statements import DIALECT, Parsed, property_pair
 from deltalog.txn.operations import Operation
 
 CONSTRAINT_PREFIX = "delta.constraints."

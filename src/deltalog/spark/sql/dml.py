@@ -24,7 +24,7 @@ from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.sql.common import NOT_DELTA, empty, table_ref, target_of
 from deltalog.spark.sql.reads import query_dataframe
 from deltalog.spark.write.batch import write_dataframe
-from deltalog.sql.statements import DIALECT, Parsed
+from deltalog.sql.statements import DIALECT, Parsed, property_pair
 
 AFFECTED_SCHEMA = "num_affected_rows long"
 
@@ -289,22 +289,6 @@ def _create_properties(node: exp.Expression) -> dict[str, Any]:
     return out
 
 
-def property_pair(p: exp.Property) -> tuple[str, str]:
-    """A ``TBLPROPERTIES`` entry as text: keys quoted or not (``delta.appendOnly``), values
-    strings, numbers or booleans (``true``), as Spark's ``propertyKey`` / ``propertyValue``."""
-    return _property_text(p.this), _property_text(p.args["value"])
-
-
-def _property_text(node: Any) -> str:
-    if isinstance(node, exp.Literal):
-        return str(node.this)
-    if isinstance(node, exp.Boolean):
-        return "true" if node.this else "false"
-    if isinstance(node, exp.Dot | exp.Column):
-        return ".".join(_property_text(part) for part in node.flatten())
-    if isinstance(node, exp.Identifier | exp.Var):
-        return str(node.this)
-    return node.sql(dialect=DIALECT)
 
 
 def _create_as_select(
