@@ -15,9 +15,14 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
+from deltalog.change_data_feed import CdfBounds, plan_changes, read_plan, resolve_range
+from deltalog.cli.filters import check_where
 from deltalog.cli.loading import load_snapshot, open_log
 from deltalog.cli.maintenance import optimize, restore, vacuum  # noqa: F401 (commands by name)
 from deltalog.cli.output import arrow_rows, format_time, print_json, print_mapping, print_table
+from deltalog.paths import resolve
+from deltalog.schema import simple_string
+from deltalog.timestamps import parse_timestamp
 
 if TYPE_CHECKING:
     from deltalog.actions import CommitInfo
@@ -34,8 +39,6 @@ def describe(args: argparse.Namespace) -> int:
     if args.json:
         print_json(info)
         return 0
-    from deltalog.schema import simple_string
-
     print_mapping([(k, v) for k, v in info.items() if k != "schema"])
     print("\nschema:")
     print_table(
@@ -81,8 +84,6 @@ def file_rows(snapshot: Snapshot, where: str | None) -> list[dict[str, Any]]:
     if where is None:
         table = snapshot.all_files_arrow()
     else:
-        from deltalog.cli.filters import check_where
-
         check_where(where, snapshot.schema, snapshot.table_root)
         table = snapshot.files_for_filter(where)
     rows = sorted(arrow_rows(table), key=lambda r: str(r["path"]))
@@ -112,8 +113,6 @@ def history(args: argparse.Namespace) -> int:
 
 def changes(args: argparse.Namespace) -> int:
     """``changes``: the change data feed between two versions or timestamps."""
-    from deltalog.change_data_feed import CdfBounds, plan_changes, read_plan, resolve_range
-
     options = _cdf_options(args.start, args.end)
     end = options.get("endingVersion")
     log = open_log(args.table, version=int(end) if end is not None else None)
@@ -186,8 +185,6 @@ def logical_partition_values(
 
 def _file_json(row: dict[str, Any], table_root: str) -> dict[str, Any]:
     """A live ``add`` action as JSON: the full path, log fields otherwise (nulls left out)."""
-    from deltalog.paths import resolve
-
     out = {k: v for k, v in row.items() if v is not None}
     out["path"] = resolve(table_root, row["path"])
     return out
@@ -198,11 +195,10 @@ def _snapshot(args: argparse.Namespace, engine: str = "driver") -> Snapshot:
     state replayed on the driver or, for ``engine="spark"``, on a local Spark session."""
     timestamp_ms = None
     if args.timestamp is not None:
-        from deltalog.timestamps import parse_timestamp
-
         timestamp_ms = parse_timestamp(args.timestamp)
     if engine != "spark":
         return load_snapshot(args.table, version=args.version, timestamp_ms=timestamp_ms)
+    # pyspark is imported for --engine spark only (the CLI starts without it).
     from deltalog.spark.session import get_or_create_session
 
     return load_snapshot(

@@ -29,6 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = parser().parse_args(argv)
     try:
+        # --help and usage errors load no table code: the commands are imported to run one.
         from deltalog.cli import commands
 
         return int(getattr(commands, args.command)(args) or 0)
@@ -184,6 +185,7 @@ class _PrintVersion(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        # Only --version needs these.
         import platform
         from importlib.metadata import version
 
@@ -194,7 +196,7 @@ class _PrintVersion(argparse.Action):
 
 def _print_error(e: errors.DeltaError, *, as_json: bool) -> None:
     if as_json:
-        from deltalog.cli.output import print_json
+        from deltalog.cli.output import print_json  # with the commands, after a failure
 
         print_json({"error": {"class": e.error_class, "message": str(e)}}, sys.stderr)
     else:

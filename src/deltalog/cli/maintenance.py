@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import deltalog
 from deltalog.cli.output import print_json, print_mapping
 
 Confirm = Callable[[str], bool]
@@ -22,8 +23,6 @@ Confirm = Callable[[str], bool]
 
 def optimize(args: argparse.Namespace) -> int:
     """``optimize``: compact small files (or Z-order) in one commit; prints the metrics."""
-    import deltalog
-
     _progress(args, f"optimizing {args.table} ...")
     metrics = deltalog.optimize(
         args.table,
@@ -48,8 +47,6 @@ def optimize(args: argparse.Namespace) -> int:
 
 def vacuum(args: argparse.Namespace, confirm: Confirm | None = None) -> int:
     """``vacuum``: list the files no retained version needs; delete them after consent."""
-    import deltalog
-
     def run(dry_run: bool) -> Any:
         return deltalog.vacuum(
             args.table,
@@ -74,7 +71,7 @@ def vacuum(args: argparse.Namespace, confirm: Confirm | None = None) -> int:
 
 def restore(args: argparse.Namespace, confirm: Confirm | None = None) -> int:
     """``restore``: one commit that brings back the files of an earlier version."""
-    import deltalog
+    # The write path is loaded only by the command that writes.
     from deltalog.commands.restore import restore_preview
 
     plan = restore_preview(args.table, version=args.to_version, timestamp=args.to_timestamp)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def arrow_rows(table: pa.Table) -> list[dict[str, Any]]:
     """Rows of ``table`` as JSON objects: Arrow maps become objects (``{}`` when empty), nulls
     inside structs are left out, top-level nulls are kept (callers drop what they do not show)."""
-    import pyarrow as pa
+    import pyarrow as pa  # a table was read, so pyarrow is loaded; --help never gets here
 
     rows = table.to_pylist()
     maps = [f.name for f in table.schema if pa.types.is_map(f.type)]
