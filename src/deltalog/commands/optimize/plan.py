@@ -28,7 +28,6 @@ import pyarrow.compute as pc
 from deltalog import errors
 from deltalog.commands.ddl.create_table import CLUSTERING_DOMAIN
 from deltalog.errors import optimize as optimize_errors
-from deltalog.partition_values import typed_partition_values
 from deltalog.scan.predicate import (
     And,
     Predicate,
@@ -37,7 +36,7 @@ from deltalog.scan.predicate import (
     parse_predicate,
     simple_string,
 )
-from deltalog.scan.row_filter import partition_matches
+from deltalog.scan.row_filter import partition_matches, typed_partitions
 from deltalog.txn import operations
 from deltalog.write.stats import stats_columns
 
@@ -355,14 +354,7 @@ def _by_partition(
     if not files.num_rows:
         return []
     raw = [dict(pv or []) for pv in files.column("partitionValues").to_pylist()]
-    typed = typed_partition_values(
-        snapshot.schema,
-        snapshot.partition_columns,
-        raw,
-        column_mapping=snapshot.column_mapping_mode != "none",
-        table_root=snapshot.table_root,
-    )
-    keyed = [v.to_pylist() for v in typed.values()]
+    keyed = [c.to_pylist() for c in typed_partitions(snapshot, files).columns]
     groups: dict[tuple[Any, ...], list[int]] = {}
     for i in range(files.num_rows):
         key = tuple((v[i] is None, str(v[i])) for v in keyed)
