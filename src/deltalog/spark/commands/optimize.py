@@ -22,12 +22,14 @@ The returned DataFrame has delta-spark's columns: ``path`` and the ``metrics`` s
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from deltalog.actions import AddFile
@@ -154,8 +156,6 @@ def _compact(
     spark: Any, txn: Transaction, plan: OptimizePlan, write_plan: WritePlan
 ) -> list[AddFile]:
     """All bins in one job, one shuffle partition (so one file) per bin."""
-    from pyspark.sql import functions as F
-
     snapshot = plan.snapshot
     keys = partition_keys(spark, len(plan.bins))
     file_rows: dict[str, list[Any]] = {FILE: [], _BIN_KEY: []}
@@ -175,8 +175,6 @@ def _compact(
 def partition_keys(spark: Any, n: int) -> list[int]:
     """``n`` longs whose Spark hash lands in shuffle partitions ``0 .. n-1``, in that order:
     ``repartition(n, key)`` then puts the rows of key ``i`` alone in partition ``i``."""
-    from pyspark.sql import functions as F
-
     found: dict[int, int] = {}
     span = 0
     while len(found) < n:
@@ -196,8 +194,6 @@ def _z_order(
     spark: Any, txn: Transaction, plan: OptimizePlan, b: Bin, write_plan: WritePlan
 ) -> list[AddFile]:
     """One partition: range-partitioned on the Z-value into about size / maxFileSize files."""
-    from pyspark.sql import functions as F
-
     df = scan_dataframe(spark, plan.snapshot, txn.log.store, b.files)
     cols = list(plan.z_order_by)
     bits = bits_per_column(len(cols))
@@ -213,8 +209,6 @@ def _z_order(
 
 
 def _live_rows(b: Bin) -> int:
-    import json
-
     total = 0
     for stats, dv in zip(
         b.files["stats"].to_pylist(), b.files["deletionVector"].to_pylist(), strict=True
@@ -240,8 +234,6 @@ def range_id(column: Any, bounds: list[Any]) -> Any:
     """The core's range id (:func:`~deltalog.commands.optimize.zorder.range_ids`): 0 for NULL,
     else one more than the number of ``bounds`` below the value, by a binary search of nested
     ``CASE WHEN``s, so each row evaluates about log2(len(bounds)) comparisons."""
-    from pyspark.sql import functions as F
-
     def search(lo: int, hi: int) -> Any:  # the count of bounds below lies in [lo, hi]
         if lo == hi:
             return F.lit(lo + 1).cast("long")
@@ -254,8 +246,6 @@ def range_id(column: Any, bounds: list[Any]) -> Any:
 def z_value(ids: list[Any], bits: int) -> Any:
     """The bits of ``ids`` interleaved at the core's
     :func:`~deltalog.commands.optimize.zorder.z_positions`."""
-    from pyspark.sql import functions as F
-
     z = F.lit(0).cast("long")
     for j, bit, position in z_positions(len(ids), bits):
         one = F.shiftright(ids[j], bit).bitwiseAND(F.lit(1).cast("long"))

@@ -19,9 +19,12 @@ The join key is ``_metadata.file_path``, which Spark derives from the path throu
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from deltalog import errors
 from deltalog.scan.plan import (
@@ -111,8 +114,6 @@ def scan_dataframe(
     if len(inputs.paths) == 0:
         empty = spark.createDataFrame([], logical)
         if row_ids:
-            from pyspark.sql import functions as F
-
             empty = empty.select(
                 "*", F.lit(None).cast("string").alias(FILE), F.lit(None).cast("long").alias(ROW)
             )
@@ -139,13 +140,9 @@ def scan_dataframe(
         file_path, row_index = df["_metadata.file_path"], df["_metadata.row_index"]
         df = df.select("*", file_path.alias(FILE), row_index.alias(ROW))
     if inputs.deleted is not None:
-        from pyspark.sql import functions as F
-
         deleted = arrow_to_df(spark, inputs.deleted)
         df = df.join(F.broadcast(deleted), on=[FILE, ROW], how="left_anti")
     if inputs.partition_values is not None:
-        from pyspark.sql import functions as F
-
         values = arrow_to_df(spark, inputs.partition_values)
         df = df.join(F.broadcast(values), on=FILE, how="inner")
     extra = [df[FILE], df[ROW]] if row_ids else []
@@ -178,8 +175,6 @@ def scan_files(spark: Any, snapshot: Snapshot, where: str | None) -> pa.Table:
 
 def nullable_type(t: Any) -> Any:
     """``t`` with every nested field, element and value nullable (a cast target Spark accepts)."""
-    from pyspark.sql import types as T
-
     if isinstance(t, T.StructType):
         return T.StructType(
             [T.StructField(f.name, nullable_type(f.dataType), True) for f in t.fields]
@@ -231,8 +226,6 @@ def check_readable(table_root: str, paths: pa.Array) -> None:
     """
     if jvm_readable(paths):
         return
-    import re
-
     path = next(p for p in paths.to_pylist() if re.search(UNREADABLE, p))
     raise errors.UnsupportedFeatureError(
         "DELTA_UNREADABLE_FILE_PATH",
