@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from deltalog.spark.patches import dataframe_io, formats
+from deltalog.spark.patches import dataframe_io
 from deltalog.spark.session import ensure_worker_python
 
 
@@ -23,6 +23,9 @@ def register(spark: Any) -> str:
     if importlib.util.find_spec("pyspark.sql.datasource") is None:
         dataframe_io.install("delta", reads=True)
         return "delta"
+    # PySpark 4.0+ only (Python data sources): PySpark 3.5 has no pyspark.sql.datasource.
+    from deltalog.spark.patches import formats
+
     return formats.register(spark)
 
 
