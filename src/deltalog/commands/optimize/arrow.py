@@ -25,12 +25,7 @@ import pyarrow as pa
 
 from deltalog import errors
 from deltalog.actions import AddFile, DeletionVectorDescriptor
-from deltalog.commands.optimize.commit import (
-    commit,
-    commit_metrics,
-    optimize_metrics,
-    remove_actions,
-)
+from deltalog.commands.optimize.commit import commit_bins, optimize_metrics
 from deltalog.commands.optimize.plan import GIB, Bin, OptimizePlan, OptimizeSettings, plan_optimize
 from deltalog.commands.optimize.zorder import z_order_keys
 from deltalog.data_files import read_parquet, to_logical
@@ -94,14 +89,8 @@ def optimize(
     )
     plan = plan_optimize(snapshot, where, tuple(z_order_by or ()), settings)
     plan.track_reads(txn)
-    now = int(time.time() * 1000)
     adds = write_bins(plan, log.store)
-    removes = remove_actions(plan.files, now)
-    if adds:
-        operation = plan.operation.with_metrics(commit_metrics(adds, removes))
-        commit(log, txn, plan, [*removes, *adds], operation)
-    else:
-        removes = []
+    removes = commit_bins(log, txn, plan, adds)
     return optimize_metrics(plan, adds, removes, start_ms=started).to_dict()
 
 

@@ -47,6 +47,20 @@ def remove_actions(files: pa.Table, now_ms: int) -> list[RemoveFile]:
     ]
 
 
+def commit_bins(
+    log: DeltaLog, txn: Transaction, plan: OptimizePlan, adds: Sequence[AddFile]
+) -> list[RemoveFile]:
+    """Commit the files an engine wrote for ``plan``'s bins with the ``remove`` of every file
+    they replace (:func:`commit`, retries included); returns those removes, none when the
+    engine wrote nothing (then nothing is committed). Both engines end OPTIMIZE here."""
+    if not adds:
+        return []
+    removes = remove_actions(plan.files, int(time.time() * 1000))
+    operation = plan.operation.with_metrics(commit_metrics(adds, removes))
+    commit(log, txn, plan, [*removes, *adds], operation)
+    return removes
+
+
 def commit(
     log: DeltaLog,
     txn: Transaction,

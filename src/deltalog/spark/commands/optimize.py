@@ -33,12 +33,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from deltalog.actions import AddFile
-from deltalog.commands.optimize.commit import (
-    commit,
-    commit_metrics,
-    optimize_metrics,
-    remove_actions,
-)
+from deltalog.commands.optimize.commit import commit_bins, optimize_metrics
 from deltalog.commands.optimize.plan import Bin, OptimizePlan, OptimizeSettings, plan_optimize
 from deltalog.commands.optimize.zorder import (
     SAMPLE_ROWS,
@@ -106,14 +101,8 @@ def optimize(spark: Any, log: DeltaLog, where: list[str], z_order_by: tuple[str,
     settings = OptimizeSettings.from_conf(lambda key: _conf(spark, key))
     plan = plan_optimize(txn.snapshot, where, z_order_by, settings)
     plan.track_reads(txn)
-    now = int(time.time() * 1000)
     adds = write_bins(spark, txn, plan)
-    removes = remove_actions(plan.files, now)
-    if adds:
-        operation = plan.operation.with_metrics(commit_metrics(adds, removes))
-        commit(log, txn, plan, [*removes, *adds], operation)
-    else:
-        removes = []
+    removes = commit_bins(log, txn, plan, adds)
     metrics = optimize_metrics(
         plan, adds, removes, start_ms=started, parallelism=_parallelism(spark)
     )
