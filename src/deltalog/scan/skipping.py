@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -44,6 +45,10 @@ _TIMESTAMPS = {"timestamp", "timestamp_ntz"}
 _STATS_TYPES = _INTEGRAL | _FLOATING | _TIMESTAMPS | {"string", "date", "boolean"}
 # Timestamp statistics are truncated to milliseconds, so a maximum may be up to 1 ms low.
 _MAX_TRUNCATION = dt.timedelta(milliseconds=1)
+# Time zones run from UTC-12:00 to UTC+14:00: a wall-clock time names an instant this much
+# earlier or later than the same time read in UTC.
+_EARLIEST_OFFSET = dt.timedelta(hours=14)
+_LATEST_OFFSET = dt.timedelta(hours=12)
 
 
 def skipping_predicate(where: str | None) -> Predicate | None:
@@ -64,12 +69,14 @@ def files_matching(
     predicate: Predicate | None,
     *,
     column_mapping: bool = False,
-    time_zone: str = "UTC",
+    time_zone: str | None = None,
     table_root: str = "",
 ) -> pa.Table:
     """The rows of ``files`` (live ``add`` actions) that may hold rows matching ``predicate``.
 
     ``time_zone`` interprets timestamp literals without an offset (Spark's session time zone);
+    ``None`` when the caller does not know it: such a literal then stands for every instant it
+    can name (UTC-12:00 to UTC+14:00), so no file Spark would select is dropped.
     ``table_root`` names the table in errors.
 
     Raises:
@@ -91,7 +98,7 @@ class _Context:
         schema: StructType,
         partition_columns: tuple[str, ...],
         column_mapping: bool,
-        time_zone: str,
+        time_zone: str | None,
         table_root: str,
     ) -> None:
         self._files = files
@@ -99,7 +106,7 @@ class _Context:
         self._fields = {f.name.lower(): f for f in schema.fields}
         self._partitions = {c.lower() for c in partition_columns}
         self._column_mapping = column_mapping
-        self._zone = parse_time_zone(time_zone)
+        self._zone = None if time_zone is None else parse_time_zone(time_zone)
         self._partition_cache: dict[str, pa.Array] = {}
         self._stats_cache: dict[str, pa.Table | None] = {}
         self._all = pa.array([True] * files.num_rows)
@@ -133,12 +140,19 @@ class _Context:
             present = [s for s in scalars if s is not None]
             if p.negated and len(present) < len(scalars):
                 return self._none  # x NOT IN (..., NULL) is never true
+            if any(isinstance(s, _Range) for s in present):
+                if p.negated:
+                    return pc.fill_null(pc.is_valid(values), False)
+                mask = self._none
+                for s in present:
+                    mask = pc.or_(mask, pc.fill_null(_compare(values, "=", s), False))
+                return mask
             hit = pc.is_in(values, value_set=pa.array(present, values.type))
             hit = pc.invert(hit) if p.negated else hit
             return pc.and_(hit, pc.is_valid(values))
         if scalars[0] is None:
             return self._none  # a comparison with NULL is never true
-        mask = pc.fill_null(COMPARE[p.op](values, scalars[0]), False)
+        mask = pc.fill_null(_compare(values, p.op, scalars[0]), False)
         if _type_name(field) in _FLOATING:
             # Spark orders NaN above every number and equal to itself; IEEE comparisons say
             # false. Keeping NaN partitions is safe: the exact decision is Spark's.
@@ -210,8 +224,34 @@ COMPARE: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def _may_hold(op: str, lo: pa.Array, hi: pa.Array, v: pa.Scalar) -> pa.Array:
+@dataclass(frozen=True, slots=True)
+class _Range:
+    """A literal whose instant depends on a time zone the caller does not know: it is
+    somewhere in [lo, hi]."""
+
+    lo: pa.Scalar
+    hi: pa.Scalar
+
+
+def _compare(values: pa.Array, op: str, v: pa.Scalar | _Range) -> pa.Array:
+    """``values op v`` exactly, or, for a :class:`_Range`, whether it may hold."""
+    if not isinstance(v, _Range):
+        return COMPARE[op](values, v)
+    if op == "=":
+        return pc.and_kleene(pc.greater_equal(values, v.lo), pc.less_equal(values, v.hi))
+    if op == "!=":
+        return pc.is_valid(values)
+    return COMPARE[op](values, v.hi if op in ("<", "<=") else v.lo)
+
+
+def _may_hold(op: str, lo: pa.Array, hi: pa.Array, v: pa.Scalar | _Range) -> pa.Array:
     """Whether some value in [lo, hi] may satisfy ``value op v`` (null where unknown)."""
+    if isinstance(v, _Range):
+        if op == "!=":
+            return pa.array([True] * len(lo))
+        if op == "=":
+            return pc.and_kleene(pc.less_equal(lo, v.hi), pc.greater_equal(hi, v.lo))
+        return _may_hold(op, lo, hi, v.hi if op in ("<", "<=") else v.lo)
     if op == "=":
         return pc.and_kleene(pc.less_equal(lo, v), pc.greater_equal(hi, v))
     if op == "!=":
@@ -225,8 +265,9 @@ def _type_name(field: StructField) -> str:
     return field.type.name if isinstance(field.type, PrimitiveType) else ""
 
 
-def _scalar(lit: Literal, field: StructField, zone: dt.tzinfo) -> Any:
-    """``lit`` as a scalar of the column's Arrow type; ``None`` for NULL; ``_UNKNOWN`` when
+def _scalar(lit: Literal, field: StructField, zone: dt.tzinfo | None) -> Any:
+    """``lit`` as a scalar of the column's Arrow type (a :class:`_Range` for a timestamp
+    literal without an offset when ``zone`` is unknown); ``None`` for NULL; ``_UNKNOWN`` when
     Spark's coercion of this pair is not one skipping reproduces exactly."""
     if lit.kind == "null":
         return None
@@ -249,6 +290,9 @@ def _scalar(lit: Literal, field: StructField, zone: dt.tzinfo) -> Any:
     if value is _UNKNOWN or value is None:
         return _UNKNOWN
     try:
+        if isinstance(value, tuple):
+            lo, hi = value
+            return _Range(pa.scalar(lo, to_arrow(field.type)), pa.scalar(hi, to_arrow(field.type)))
         return pa.scalar(value, to_arrow(field.type))
     except (pa.ArrowInvalid, OverflowError, TypeError):
         return _UNKNOWN
@@ -263,7 +307,11 @@ def _as_date(value: Any) -> dt.date | None:
         return None
 
 
-def _as_timestamp(value: Any, utc: bool, zone: dt.tzinfo) -> dt.datetime | None:
+def _as_timestamp(
+    value: Any, utc: bool, zone: dt.tzinfo | None
+) -> dt.datetime | tuple[dt.datetime, dt.datetime] | None:
+    """The instant ``value`` names in UTC (naive for ``timestamp_ntz``); for text without an
+    offset and no known ``zone``, the earliest and latest instants it names in any zone."""
     if isinstance(value, dt.datetime):
         ts = value
     elif isinstance(value, dt.date):
@@ -275,6 +323,9 @@ def _as_timestamp(value: Any, utc: bool, zone: dt.tzinfo) -> dt.datetime | None:
             return None
     if not utc:
         return ts.replace(tzinfo=None)
+    if ts.tzinfo is None and zone is None:
+        wall = ts.replace(tzinfo=dt.UTC)
+        return wall - _EARLIEST_OFFSET, wall + _LATEST_OFFSET
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=zone)
     return ts.astimezone(dt.UTC)

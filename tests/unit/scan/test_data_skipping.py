@@ -198,3 +198,48 @@ def test_timestamp_literals_use_the_session_time_zone(table: Path) -> None:
         files, snapshot.schema, snapshot.partition_columns, "ts < '2024-01-01 08:30:00'"
     )
     assert (utc8.num_rows, utc.num_rows) == (1, 8)
+
+
+def test_a_zoneless_timestamp_in_an_unknown_session_zone_keeps_every_file_it_may_name(
+    tmp_path: Path,
+) -> None:
+    """A transaction does not know Spark's session time zone: '2021-01-01 00:00:00' is then any
+    instant from 2020-12-31T10:00Z (UTC+14) to 2021-01-01T12:00Z (UTC-12), so files on either
+    side of midnight UTC may match. Read in UTC, the 20:00Z partition would be dropped, though a
+    session in Asia/Tokyo (UTC+9, midnight = 15:00Z) selects it."""
+    from deltalog.scan.skipping import files_matching
+
+    instants = [dt.datetime(2020, 12, 31, h, tzinfo=UTC) for h in (5, 20)]
+    instants.append(dt.datetime(2021, 1, 1, 18, tzinfo=UTC))
+    root = tmp_path / "t"
+    data = pa.table(
+        {
+            "id": pa.array(range(3), pa.int64()),
+            "p": pa.array(instants, pa.timestamp("us", tz="UTC")),
+            "t": pa.array(instants, pa.timestamp("us", tz="UTC")),
+        }
+    )
+    deltalake.write_deltalake(str(root), data, partition_by=["p"])
+    snapshot = DeltaLog.for_table(str(root)).update()
+    files = snapshot.all_files_arrow()
+
+    def kept(text: str, zone: str | None) -> list[int]:
+        predicate = parse_predicate(text)
+        matched = files_matching(
+            files, snapshot.schema, snapshot.partition_columns, predicate, time_zone=zone
+        )
+        stats = [json.loads(s)["minValues"]["id"] for s in matched.column("stats").to_pylist()]
+        return sorted(stats)
+
+    # Which instants each reading of the literal selects, from the inputs: > the named instant.
+    tokyo_midnight = dt.datetime(2020, 12, 31, 15, tzinfo=UTC)
+    tokyo = [i for i, t in enumerate(instants) if t > tokyo_midnight]
+    assert tokyo == [1, 2]
+    for column in ("p", "t"):  # the partition column, and the statistics of a data column
+        text = f"{column} > '2021-01-01 00:00:00'"
+        assert set(tokyo) <= set(kept(text, None))
+        assert kept(text, "Asia/Tokyo") == tokyo
+        assert kept(text, "UTC") == [2]  # exact in UTC: the 20:00Z file is not after midnight
+        # equality: the literal may name any instant from 10:00Z to 12:00Z the next day
+        assert kept(f"{column} = '2021-01-01 00:00:00'", None) == [1]
+        assert kept(f"{column} = '2021-01-01 00:00:00'", "UTC") == []
