@@ -13,9 +13,9 @@ import pyarrow as pa
 import pytest
 
 from deltalog.spark.api.delta_table import DeltaTable, read_changes
+from deltalog.spark.commands.write_into_delta import write_dataframe
 from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.storage import jvm_reads
-from deltalog.spark.write.batch import write_dataframe
 
 SECRET = "do-not-print-this-secret"
 

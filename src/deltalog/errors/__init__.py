@@ -146,9 +146,11 @@ from deltalog.errors.dml import (  # noqa: E402 (after the classes they use)
     merge_missing_when,
     merge_unresolved,
     multiple_source_rows_matched,
+    non_deterministic_condition,
     non_last_clause_omits_condition,
     num_records_mismatch,
     unresolved_column,
+    unsupported_subquery,
 )
 from deltalog.errors.log import (  # noqa: E402 (after the classes they use)
     checkpoint_snapshot_mismatch,
@@ -239,6 +241,7 @@ __all__ = [
     "missing_checkpoint_parts",
     "multiple_source_rows_matched",
     "no_recreatable_history",
+    "non_deterministic_condition",
     "non_last_clause_omits_condition",
     "non_partition_column_absent",
     "num_records_mismatch",
@@ -259,6 +262,7 @@ __all__ = [
     "unsupported_features_in_config",
     "unsupported_reader_features",
     "unsupported_reader_version",
+    "unsupported_subquery",
     "unsupported_writer_features",
     "unsupported_writer_version",
     "version_not_found",

@@ -94,3 +94,25 @@ def num_records_mismatch(operation: str, added: int, removed: int, table: str) -
         table=table,
         help="this is a bug in deltalog; please report it with the table's last commits.",
     )
+
+
+def unsupported_subquery(operation: str, condition: str, table: str) -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(
+        "DELTA_UNSUPPORTED_SUBQUERY",
+        f"Subqueries are not supported in the {operation} (condition = {condition}).",
+        table=table,
+        help="compute the subquery's result first (e.g. collect the keys, or MERGE with it as "
+        "the source) and give the condition its values.",
+    )
+
+
+def non_deterministic_condition(
+    operation: str, condition: str, table: str
+) -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(
+        "DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED",
+        f"Non-deterministic functions are not supported in the {operation} "
+        f"(condition = {condition}).",
+        table=table,
+        help="use a condition whose value depends on the row alone.",
+    )

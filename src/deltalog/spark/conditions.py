@@ -12,12 +12,18 @@ Column becomes a Column (:func:`condition_column`) or the SQL recorded in ``comm
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
+import sqlglot
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from sqlglot import exp
 
+from deltalog import errors
 from deltalog.scan.row_filter import PartitionMatcher
 from deltalog.spark.session import arrow_to_df, to_arrow
 
@@ -61,6 +67,81 @@ def _resolved_sql(condition: Any, frame: Any) -> str | None:
         analyzed = frame.where(condition)._jdf.queryExecution().analyzed()
         return str(analyzed.condition().sql())
     return None
+
+
+def is_partition_condition(
+    spark: SparkSession,
+    schema: T.StructType,
+    partition_columns: Sequence[str],
+    condition: Any,
+    *,
+    operation: str,
+    table: str,
+) -> bool:
+    """Check ``condition`` (SQL text or a Column) as Spark resolves it against the table's
+    columns, and say whether its value is the same for every row of a file: it names partition
+    columns only and is deterministic. Nothing runs; plans are only analysed.
+
+    Raises:
+        AnalysisException: Spark's own error for a condition it refuses (an unknown column,
+            ``DATATYPE_MISMATCH``...), before anything is written or committed.
+        UnsupportedFeatureError: a subquery (``DELTA_UNSUPPORTED_SUBQUERY``), or, for a
+            ``replaceWhere``, a non-deterministic function
+            (``DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED``), as the reference refuses them.
+    """
+    cond = condition_column(condition)
+    resolved = _analysed(spark.createDataFrame([], schema).where(cond))
+    subquery, deterministic = _shape(resolved, condition)
+    if subquery:
+        raise errors.unsupported_subquery(operation, condition_sql(condition), table)
+    if not deterministic and operation == "replaceWhere":
+        raise errors.non_deterministic_condition(operation, condition_sql(condition), table)
+    names = {c.lower() for c in partition_columns}
+    if not names or not deterministic:
+        return False
+    partition_schema = T.StructType([f for f in schema.fields if f.name.lower() in names])
+    try:
+        _analysed(spark.createDataFrame([], partition_schema).where(cond))
+    except AnalysisException:  # it names a data column
+        return False
+    return True
+
+
+def _analysed(frame: Any) -> Any:
+    """``frame`` analysed: classic sessions analyse eagerly, Connect when asked for a schema."""
+    frame.schema  # noqa: B018 (the analysis is the point)
+    return frame
+
+
+# Spark's non-deterministic functions (``Nondeterministic`` expressions and those marked so).
+_NON_DETERMINISTIC = {
+    "rand", "random", "randn", "randstr", "uniform", "uuid", "shuffle",
+    "monotonically_increasing_id",
+    "spark_partition_id", "input_file_name", "input_file_block_start", "input_file_block_length",
+    "reflect", "java_method", "try_reflect",
+}  # fmt: skip
+
+
+def _shape(frame: Any, condition: Any) -> tuple[bool, bool]:
+    """Whether the condition of ``frame`` (a filter) holds a subquery, and whether it is
+    deterministic: Catalyst's answer on classic sessions, the SQL text's otherwise."""
+    jdf = getattr(frame, "_jdf", None)
+    if jdf is not None:
+        analysed = jdf.queryExecution().analyzed()
+        return not analysed.subqueries().isEmpty(), bool(analysed.condition().deterministic())
+    try:
+        tree = sqlglot.parse_one(condition_sql(condition), read="spark")
+    except sqlglot.errors.SqlglotError:
+        return False, True  # Spark parsed it; the text is only a second opinion
+    subquery = any(True for _ in tree.find_all(exp.Select))
+    names = {_function_name(f) for f in tree.find_all(exp.Func)}
+    return subquery, not (names & _NON_DETERMINISTIC)
+
+
+def _function_name(node: exp.Func) -> str:
+    if isinstance(node, exp.Anonymous):
+        return str(node.name).lower()
+    return node.sql_name().lower()
 
 
 def is_true(column: Any) -> Any:

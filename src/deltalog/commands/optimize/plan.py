@@ -36,7 +36,7 @@ from deltalog.scan.predicate import (
     parse_predicate,
     simple_string,
 )
-from deltalog.scan.row_filter import partition_matches, typed_partitions
+from deltalog.scan.row_filter import PartitionMatcher, partition_matches, typed_partitions
 from deltalog.txn import operations
 from deltalog.write.stats import stats_columns
 
@@ -172,8 +172,11 @@ def plan_optimize(
     where: str | Sequence[str] | None = None,
     z_order_by: Sequence[str] = (),
     settings: OptimizeSettings | None = None,
+    matcher: PartitionMatcher | None = None,
 ) -> OptimizePlan:
-    """Choose the bins of an OPTIMIZE of ``snapshot``.
+    """Choose the bins of an OPTIMIZE of ``snapshot``. ``matcher``: the engine's evaluation of
+    the ``where`` filters over partition values (Spark's, from the Spark layer); without it
+    deltalog's evaluator decides, or refuses what it cannot decide exactly.
 
     Raises:
         InvalidArgumentError: a filter names a non-partition column or cannot be parsed; a
@@ -192,7 +195,7 @@ def plan_optimize(
     )
     files = snapshot.all_files_arrow()
     if predicate is not None and files.num_rows:
-        files = files.filter(partition_matches(snapshot, files, predicate))
+        files = files.filter(partition_matches(snapshot, files, predicate, matcher))
     candidates = files if z_cols else files.filter(_candidate_mask(files, settings))
     max_bin = (2**63 - 1) if z_cols else settings.max_file_size
     bins: list[Bin] = []

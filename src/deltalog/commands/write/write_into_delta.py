@@ -45,7 +45,7 @@ from deltalog.scan.predicate import (
     has_opaque,
     parse_predicate,
 )
-from deltalog.scan.row_filter import PartitionMatcher, partition_matches
+from deltalog.scan.row_filter import partition_matches
 from deltalog.schema import (
     PrimitiveType,
     StructField,
@@ -218,7 +218,7 @@ def commit_write(
     removes: Sequence[RemoveFile] = (),
     extra_metrics: Mapping[str, int] | None = None,
     identity_marks: Mapping[str, int] | None = None,
-    match_partitions: PartitionMatcher | None = None,
+    replaced_rows: Sequence[Action] | None = None,
 ) -> int | None:
     """Commit the files a prepared write produced, with what it replaces.
 
@@ -227,19 +227,24 @@ def commit_write(
     partition columns; on data columns the matching rows are rewritten away, copy-on-write);
     ``removes`` are further removals the caller computed; ``identity_marks`` are the identity
     columns' new high-water marks, recorded in the schema in the same commit;
-    ``match_partitions`` is the engine's exact evaluation of a partition-only ``replaceWhere``
-    (Spark's, from the Spark layer; without it the Python evaluator decides, or refuses).
+    ``replaced_rows`` are the actions of
+    a ``replaceWhere`` the engine ran itself as a DELETE (removes, rewritten files, change
+    files: the Spark layer's), so nothing more is replaced here.
     Returns the version, or ``None`` when nothing was committed (skipped, or an append of no
     rows to an existing table).
     """
     if plan.skip:
         return None
     txn, options = plan.txn, plan.options
-    if plan.replace_predicate is not None and not _partition_only(plan):
-        rewritten_removes, rewritten, rewrite_metrics = rewrite_without(
+    rewritten: list[Action] = []  # the caller's replacement: files re-added, change files
+    if replaced_rows is not None:
+        removes = [*removes, *(a for a in replaced_rows if isinstance(a, RemoveFile))]
+        rewritten = [a for a in replaced_rows if not isinstance(a, RemoveFile)]
+    elif plan.replace_predicate is not None and not _partition_only(plan):
+        rewritten_removes, rewritten_adds, rewrite_metrics = rewrite_without(
             txn, plan.replace_predicate, plan.layout, txn.log.store
         )
-        adds = [*rewritten, *adds]
+        adds = [*rewritten_adds, *adds]
         removes = [*removes, *rewritten_removes]
         extra_metrics = {**rewrite_metrics, **(extra_metrics or {})}
     if identity_marks:
@@ -247,10 +252,12 @@ def commit_write(
     adds = [a for a in adds if _num_records(a) != 0 or a.stats is None]
     if not options.data_change:
         adds = [replace(a, data_change=False) for a in adds]
-    replaced = list(removes) + _replaced_files(plan, adds, match_partitions)
+    replaced = list(removes)
+    if replaced_rows is None:
+        replaced += _replaced_files(plan, adds)
     if not options.data_change:
         replaced = [replace(r, data_change=False) for r in replaced]
-    actions: list[Action] = [*replaced, *adds]
+    actions: list[Action] = [*replaced, *rewritten, *adds]
     if options.txn_app_id is not None and options.txn_version is not None:
         actions.append(
             SetTransaction(options.txn_app_id, options.txn_version, int(time.time() * 1000))
@@ -482,9 +489,7 @@ def _data_change_false(table: str) -> errors.DeltaWriteError:
 # -- what a write replaces -----------------------------------------------------------------------
 
 
-def _replaced_files(
-    plan: WritePlan, adds: Sequence[AddFile], matcher: PartitionMatcher | None
-) -> list[RemoveFile]:
+def _replaced_files(plan: WritePlan, adds: Sequence[AddFile]) -> list[RemoveFile]:
     txn, options = plan.txn, plan.options
     if options.normalized_mode != "overwrite" or txn.snapshot is None:
         return []
@@ -507,7 +512,7 @@ def _replaced_files(
         files = txn.filter_files(plan.replace_predicate)
         assert txn.snapshot is not None
         files = files.filter(
-            partition_matches(txn.snapshot, files, plan.replace_predicate, matcher)
+            partition_matches(txn.snapshot, files, plan.replace_predicate)
         )
         return [remove_action(r, now) for r in files.to_pylist()]
     files = txn.filter_files(None)

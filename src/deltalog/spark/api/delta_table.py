@@ -304,7 +304,7 @@ def _names_delta_table(spark: SparkSession, identifier: str) -> bool:
     if "/" in identifier or ":" in identifier:
         return False
     try:
-        from deltalog.spark.write.by_name import is_delta_name
+        from deltalog.spark.commands.by_name import is_delta_name
     except ImportError:  # sqlglot (the spark extra) missing: no table names
         return False
     return is_delta_name(spark, identifier) and DeltaTable.isDeltaTable(

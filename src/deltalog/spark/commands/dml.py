@@ -43,9 +43,15 @@ from deltalog.commands.dml.file_changes import (
 )
 from deltalog.commands.write.write_into_delta import dml_plan
 from deltalog.scan.predicate import Predicate, parse_predicate
-from deltalog.scan.row_filter import is_partition_only, partition_matches
+from deltalog.scan.row_filter import typed_partitions
 from deltalog.spark.commands.file_codes import row_indexes
-from deltalog.spark.conditions import condition_column, condition_sql, is_true
+from deltalog.spark.conditions import (
+    condition_column,
+    condition_sql,
+    is_partition_condition,
+    is_true,
+    partition_mask,
+)
 from deltalog.spark.read.common import FILE, file_keys
 from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.schema import to_spark_schema
@@ -73,6 +79,19 @@ def schema_frame(spark: SparkSession, snapshot: Snapshot) -> Any:
     if getattr(spark, "_jsparkSession", None) is None:
         return None
     return spark.createDataFrame([], to_spark_schema(snapshot.schema))
+
+
+def _whole_files(spark: SparkSession, snapshot: Snapshot, condition: Any, operation: str) -> bool:
+    """Whether ``condition`` selects whole files (deterministic, on partition columns only);
+    Spark's refusals of it are raised here, before any work."""
+    return is_partition_condition(
+        spark,
+        to_spark_schema(snapshot.schema),
+        snapshot.partition_columns,
+        condition,
+        operation=operation,
+        table=snapshot.table_root,
+    )
 
 
 def pruning_predicate(condition: Any) -> Predicate | None:
@@ -192,10 +211,20 @@ def delete(spark: SparkSession, log: DeltaLog, condition: Any = None) -> int | N
 
 
 def delete_actions(
-    spark: SparkSession, txn: Transaction, condition: Any = None
+    spark: SparkSession,
+    txn: Transaction,
+    condition: Any = None,
+    *,
+    operation_name: str = "DELETE",
 ) -> tuple[list[Action], operations.Operation]:
     """The DELETE's data and change files written, and its actions and operation (with
-    metrics) to commit in ``txn``; what it read is in ``txn``'s read set."""
+    metrics) to commit in ``txn``; what it read is in ``txn``'s read set. ``operation_name``
+    names the command in errors (``replaceWhere`` runs its removal as a DELETE).
+
+    Raises:
+        AnalysisException: Spark refuses the condition (nothing is written).
+        UnsupportedFeatureError: the condition holds a subquery.
+    """
     began = time.monotonic()
     snapshot = _snapshot(txn)
     settings = DmlSettings.for_snapshot(snapshot)
@@ -205,10 +234,12 @@ def delete_actions(
     )
     changes = FileChanges()
     scan_ms = rewrite_ms = 0
-    if condition is None or is_partition_only(snapshot, predicate):
+    if condition is None or _whole_files(spark, snapshot, condition, operation_name):
         files = txn.filter_files(predicate)
-        if predicate is not None:
-            files = files.filter(partition_matches(snapshot, files, predicate))
+        if condition is not None:  # removals are Spark's decision; skipping only narrowed
+            files = files.filter(
+                partition_mask(spark, typed_partitions(snapshot, files), condition)
+            )
         changes.removes = remove_files(files)
         live = [live_records(r) for r in files.select(["stats", "deletionVector"]).to_pylist()]
         deleted: int | None = sum(n for n in live if n is not None)
@@ -293,6 +324,8 @@ def update(
         None if condition is None else condition_sql(condition, schema_frame(spark, snapshot))
     )
 
+    if condition is not None:
+        _whole_files(spark, snapshot, condition, "UPDATE")  # Spark's refusals, before any work
     hit = F.lit(True) if condition is None else is_true(condition_column(condition))
     files = txn.filter_files(predicate)
     t0 = time.monotonic()

@@ -274,9 +274,13 @@ class MergeCommand:
 
     def _target_predicate(self) -> Predicate | None:
         """The ON condition's conjuncts on target columns alone (``alias.col op literal``),
-        for partition pruning, data skipping and the conflict checker's read set."""
+        for partition pruning, data skipping and the conflict checker's read set. None with a
+        ``WHEN NOT MATCHED BY SOURCE`` clause: a target row the ON condition is false for is
+        one such a clause acts on, so no file may be skipped."""
         condition, alias = self.builder._condition, self.alias
         if not isinstance(condition, str) or not alias:
+            return None
+        if any(c.kind == BY_SOURCE for c in self.clauses):
             return None
         try:
             parsed = parse_predicate(condition)

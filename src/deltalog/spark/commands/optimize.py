@@ -44,6 +44,7 @@ from deltalog.commands.optimize.zorder import (
 from deltalog.commands.write.write_into_delta import WritePlan, dml_plan
 from deltalog.spark import captured
 from deltalog.spark.commands.dml import start
+from deltalog.spark.conditions import partition_matcher
 from deltalog.spark.read.common import FILE, ROW, file_keys
 from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.session import arrow_to_df, conf_get, to_arrow
@@ -99,7 +100,8 @@ def optimize(spark: Any, log: DeltaLog, where: list[str], z_order_by: tuple[str,
     txn = start(log)
     assert txn.snapshot is not None
     settings = OptimizeSettings.from_conf(lambda key: _conf(spark, key))
-    plan = plan_optimize(txn.snapshot, where, z_order_by, settings)
+    matcher = partition_matcher(spark, " AND ".join(f"({w})" for w in where)) if where else None
+    plan = plan_optimize(txn.snapshot, where, z_order_by, settings, matcher)
     plan.track_reads(txn)
     adds = write_bins(spark, txn, plan)
     removes = commit_bins(log, txn, plan, adds)

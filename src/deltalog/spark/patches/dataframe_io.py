@@ -6,9 +6,10 @@ PySpark hands a Python data source only ``append`` and ``overwrite``, and refuse
 PySpark 3.5 has no Python data sources at all. Instead, :func:`install` wraps the
 ``DataFrameWriter`` classes (classic and Spark Connect): the builder calls (``format``, ``mode``,
 ``partitionBy``, ``option(s)``) are remembered on the Python side as well as passed on, and
-``save`` of the registered Delta format runs :func:`deltalog.spark.write.batch.write_dataframe`,
-which implements every mode and option itself. With ``reads=True`` the ``DataFrameReader`` classes
-are wrapped the same way and ``load`` of the Delta format gets the plan of
+``save`` of the registered Delta format runs
+:func:`deltalog.spark.commands.write_into_delta.write_dataframe`, which implements every mode
+and option itself. With ``reads=True`` the ``DataFrameReader`` classes are wrapped the same
+way and ``load`` of the Delta format gets the plan of
 ``DeltaTable.toDF()`` (Spark's own parquet scan; :func:`deltalog.spark.read.load.load`), or the
 change feed's for ``readChangeFeed``; what only the Python data source can read (PySpark 4.0+)
 is handed to it. Every other format goes to PySpark's own methods unchanged.
@@ -17,7 +18,7 @@ is handed to it. Every other format goes to PySpark's own methods unchanged.
 (:mod:`deltalog.spark.patches.streams`).
 
 ``saveAsTable`` with the Delta format, and ``saveAsTable`` / ``insertInto`` of a name that is a
-Delta table in deltalog's catalog, go to :mod:`deltalog.spark.write.by_name`.
+Delta table in deltalog's catalog, go to :mod:`deltalog.spark.commands.by_name`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 
 from deltalog import errors
 from deltalog.spark import captured
+from deltalog.spark.commands.write_into_delta import write_dataframe
 from deltalog.spark.patches.builders import (
     FORMATS,
     builder_state,
@@ -45,7 +47,6 @@ from deltalog.spark.patching import patch_classes, wrap
 from deltalog.spark.read import load as delta_load
 from deltalog.spark.read import pushdown
 from deltalog.spark.read.load import load_with_python_source
-from deltalog.spark.write.batch import write_dataframe
 
 # load_with_python_source: the README names it here (it lives with the load it bypasses).
 __all__ = ["install", "load_with_python_source"]
@@ -156,7 +157,7 @@ def _bridged_save_as_table(original: Callable[..., Any]) -> Callable[..., Any]:
         if not is_delta(state, format) and not _names_delta_table(df, name, state, format):
             return original(self, name, format, mode, partitionBy, **options)
         # The spark extra (sqlglot), which table names need, is optional.
-        from deltalog.spark.write.by_name import save_as_table as run
+        from deltalog.spark.commands.by_name import save_as_table as run
 
         columns = partition_columns(state["partition_by"], partitionBy)
         run(
@@ -177,7 +178,7 @@ def _names_delta_table(df: Any, name: str, state: dict[str, Any], format_arg: st
     if format_arg is not None or state["format"] is not None or not FORMATS:
         return False
     try:
-        from deltalog.spark.write.by_name import is_delta_name
+        from deltalog.spark.commands.by_name import is_delta_name
     except ImportError:  # sqlglot (the spark extra) missing: no table names
         return False
     return is_delta_name(df.sparkSession, name)
@@ -191,7 +192,7 @@ def _bridged_insert_into(original: Callable[..., Any]) -> Callable[..., Any]:
         if not _names_delta_table(df, tableName, {"format": None}, None):
             return original(self, tableName, overwrite)
         # The spark extra (sqlglot), which table names need, is optional.
-        from deltalog.spark.write.by_name import insert_into as run
+        from deltalog.spark.commands.by_name import insert_into as run
 
         run(
             df, tableName, overwrite=bool(overwrite) or (builder_state(self)["mode"] == "overwrite")

@@ -121,7 +121,7 @@ def _bridged_read_table(original: Callable[..., Any]) -> Callable[..., Any]:
     @captured.surfaces
     def table(self: Any, tableName: str) -> Any:
         # Table names need sqlglot (the spark extra): import on use.
-        from deltalog.spark.write.by_name import is_delta_name
+        from deltalog.spark.commands.by_name import is_delta_name
 
         state = builder_state(self)
         spark = reader_session(self)
@@ -156,7 +156,7 @@ def _bridged_to_table(original: Callable[..., Any]) -> Callable[..., Any]:
         from deltalog.spark import names
 
         # Table names need sqlglot (the spark extra): import on use.
-        from deltalog.spark.write.by_name import is_delta_name
+        from deltalog.spark.commands.by_name import is_delta_name
 
         state = builder_state(self)
         spark = self._spark if hasattr(self, "_spark") else self._session

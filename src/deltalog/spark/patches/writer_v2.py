@@ -3,7 +3,8 @@
 :func:`install` wraps both ``DataFrameWriterV2`` classes: the builder calls (``using``,
 ``option(s)``, ``tableProperty``, ``partitionedBy``) are remembered on the Python side as well as
 passed on; a terminal call (``create``, ``replace``, ``createOrReplace``, ``append``,
-``overwrite``, ``overwritePartitions``) goes to :class:`~deltalog.spark.write.by_name.DeltaWriterV2`
+``overwrite``, ``overwritePartitions``) goes to
+:class:`~deltalog.spark.commands.by_name.DeltaWriterV2`
 when the provider is ``delta`` or, with no provider, when the name is a Delta table in deltalog's
 catalog. Everything else runs PySpark's own methods.
 """
@@ -95,7 +96,7 @@ def _terminal(
 
 def _delta_writer(self: Any) -> Any:
     # The spark extra (sqlglot), which table names need, is optional.
-    from deltalog.spark.write.by_name import DeltaWriterV2, is_delta_name
+    from deltalog.spark.commands.by_name import DeltaWriterV2, is_delta_name
 
     state = _state(self)
     provider = state["using"]

@@ -20,10 +20,10 @@ from deltalog.delta_log import DeltaLog
 from deltalog.spark import names
 from deltalog.spark.api.delta_table import DeltaTable, DeltaTableBuilder
 from deltalog.spark.commands import dml as dml_commands
+from deltalog.spark.commands.write_into_delta import write_dataframe
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.sql.common import NOT_DELTA, empty, table_ref, target_of
 from deltalog.spark.sql.reads import query_dataframe
-from deltalog.spark.write.batch import write_dataframe
 from deltalog.sql.statements import DIALECT, Parsed, property_pair
 
 AFFECTED_SCHEMA = "num_affected_rows long"

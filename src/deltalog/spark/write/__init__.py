@@ -1,2 +1,3 @@
-"""Writes on Spark: ``df.write.format("delta")`` spread over the executors (``batch``), Spark's
-own parquet writer (``parquet``) and writes to table names (``by_name``)."""
+"""Writes on Spark: data files written spread over the executors (``batch``: every row checked
+against the table's rules, generated and identity values computed) with Spark's own parquet
+writer (``parquet``) or deltalog's file writer in Python tasks."""

@@ -1,7 +1,5 @@
-"""Batch writes from Spark: ``df.write.format("delta")`` spread over the executors.
-
-The driver prepares the write (:func:`deltalog.commands.write.write_into_delta.prepare_write`: mode,
-schema, idempotence, refusals), then one Spark job writes the data and the driver commits once:
+"""Data files written from Spark, spread over the executors, for every command that writes
+(``df.write``, DML, MERGE, OPTIMIZE, the streaming sink), in one Spark job:
 
 * Spark's own parquet writer (:mod:`deltalog.spark.write.parquet`), the default: rows never
   leave the JVM; ``add`` actions are built from the files' paths and footers.
@@ -12,7 +10,8 @@ schema, idempotence, refusals), then one Spark job writes the data and the drive
 Rules every row must pass (NOT NULL, CHECK constraints, the ``replaceWhere`` condition,
 generated columns given by the data) are Spark expressions evaluated in that same job, failing
 it with the reference's error; generated columns the data lacks are computed there too, and
-identity values generated.
+identity values generated. The writer's options are parsed here too
+(:func:`parse_writer_options`).
 
 Only DataFrame APIs are used, so this runs on classic sessions and over Spark Connect, on
 PySpark 3.5 and 4.x.
@@ -41,17 +40,13 @@ from deltalog.commands.write.write_into_delta import (
     WriteOptions,
     WritePlan,
     change_data_layout,
-    commit_write,
-    prepare_write,
 )
-from deltalog.delta_log import DeltaLog
-from deltalog.schema import StructType, parse_schema
-from deltalog.spark.conditions import partition_matcher
-from deltalog.spark.session import checkpoint_options, conf_get, to_arrow
-from deltalog.spark.storage import note_path, register_session
+from deltalog.schema import StructType
+from deltalog.spark.session import conf_get, to_arrow
+from deltalog.spark.storage import note_path
 from deltalog.spark.write import parquet
 from deltalog.storage import register, store_for
-from deltalog.storage.options import STORAGE_PREFIXES, StorageOptions, registered
+from deltalog.storage.options import StorageOptions, registered
 from deltalog.write.file_writer import DataFileWriter, WriteLayout
 
 _ADD_COLUMN = "add"
@@ -102,39 +97,6 @@ def parse_writer_options(
         configuration=configuration,
         description=opts.get("comment"),
     )
-
-
-def write_dataframe(
-    df: Any,
-    path: str,
-    *,
-    mode: str | None = None,
-    partition_by: Sequence[str] | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> int | None:
-    """Write ``df`` into the Delta table at ``path``; returns the committed version (``None``
-    when nothing was committed: ignore mode on an existing table, an idempotent write already
-    applied, or no rows appended).
-
-    Raises:
-        DeltaWriteError, InvalidArgumentError, UnsupportedFeatureError: the write cannot be done
-            as asked; nothing was committed.
-        DeltaConcurrentModificationException: a concurrent commit conflicts.
-    """
-    spark = df.sparkSession
-    register_session(spark, path, StorageOptions.of(_storage_options(options)))
-    log = DeltaLog.for_table(path)
-    log.checkpoint_options = checkpoint_options(spark)
-    write_options = parse_writer_options(
-        spark, options or {}, mode=mode, partition_by=partition_by, table=log.table_root
-    )
-    plan = prepare_write(log, parse_schema(df.schema.json()), write_options)
-    if plan.skip:
-        return None
-    adds, marks = write_rows(df, plan)
-    condition = write_options.replace_where
-    matcher = None if condition is None else partition_matcher(spark, condition)
-    return commit_write(plan, adds, identity_marks=marks, match_partitions=matcher)
 
 
 def write_rows(df: Any, plan: WritePlan) -> tuple[list[AddFile], dict[str, int]]:
@@ -243,11 +205,6 @@ def _identity_ranges(texts: list[str | None]) -> dict[str, tuple[int, int]]:
             old = ranges.get(name, (lo, hi))
             ranges[name] = (min(old[0], lo), max(old[1], hi))
     return ranges
-
-
-def _storage_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The writer options that are object-store options (delta-rs's ``AWS_*`` names, ...)."""
-    return {k: v for k, v in (options or {}).items() if k.lower().startswith(STORAGE_PREFIXES)}
 
 
 def _task_id() -> int:

@@ -3,7 +3,8 @@
 
 A new name becomes a managed table under the warehouse (or an external one with a ``path``
 option / ``LOCATION``) and is recorded in deltalog's catalog once its first commit is in; an
-existing name writes to its table with :func:`deltalog.spark.write.batch.write_dataframe`.
+existing name writes to its table with
+:func:`deltalog.spark.commands.write_into_delta.write_dataframe`.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from deltalog import errors
 from deltalog.catalog import already_exists, not_found
 from deltalog.delta_log import DeltaLog
 from deltalog.spark import captured, names
+from deltalog.spark.commands.write_into_delta import write_dataframe
 from deltalog.spark.conditions import condition_sql
-from deltalog.spark.write.batch import write_dataframe
 
 
 def is_delta_name(spark: SparkSession, name: str) -> bool:

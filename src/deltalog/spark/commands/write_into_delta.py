@@ -1,0 +1,119 @@
+"""``df.write.format("delta")``: the reference's ``WriteIntoDelta``, spread over Spark.
+
+The driver prepares the write (:func:`deltalog.commands.write.write_into_delta.prepare_write`:
+mode, schema, idempotence, refusals); a ``replaceWhere`` then removes what it replaces as the
+reference does, by running a DELETE of its condition in the same transaction
+(:func:`deltalog.spark.commands.dml.delete_actions`): whole files when the condition is
+deterministic and names partition columns alone, otherwise the files holding matching rows,
+rewritten by Spark on the executors. Which rows match is Spark's decision. One Spark job writes
+the data (every row checked against the condition: ``DELTA_REPLACE_WHERE_MISMATCH``) and the
+driver commits once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from deltalog import errors
+from deltalog.actions import Action, AddCDCFile
+from deltalog.commands.dml.file_changes import CHANGE_TYPE
+from deltalog.commands.write.write_into_delta import WritePlan, commit_write, prepare_write
+from deltalog.delta_log import DeltaLog
+from deltalog.schema import parse_schema
+from deltalog.spark.commands.dml import delete_actions
+from deltalog.spark.session import checkpoint_options
+from deltalog.spark.storage import register_session
+from deltalog.spark.write.batch import parse_writer_options, write_change_rows, write_rows
+from deltalog.storage.options import STORAGE_PREFIXES, StorageOptions
+
+# The DELETE's metrics a replaceWhere's WRITE reports, as the reference's do.
+_REPLACE_METRICS = ("numDeletedRows", "numCopiedRows", "numAddedChangeFiles")
+
+
+def write_dataframe(
+    df: Any,
+    path: str,
+    *,
+    mode: str | None = None,
+    partition_by: Sequence[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> int | None:
+    """Write ``df`` into the Delta table at ``path``; returns the committed version (``None``
+    when nothing was committed: ignore mode on an existing table, an idempotent write already
+    applied, or no rows appended).
+
+    Raises:
+        AnalysisException: Spark refuses the ``replaceWhere`` condition; nothing was written.
+        DeltaWriteError, InvalidArgumentError, UnsupportedFeatureError: the write cannot be done
+            as asked; nothing was committed.
+        DeltaConcurrentModificationException: a concurrent commit conflicts.
+    """
+    spark = df.sparkSession
+    register_session(spark, path, StorageOptions.of(_storage_options(options)))
+    log = DeltaLog.for_table(path)
+    log.checkpoint_options = checkpoint_options(spark)
+    write_options = parse_writer_options(
+        spark, options or {}, mode=mode, partition_by=partition_by, table=log.table_root
+    )
+    plan = prepare_write(log, parse_schema(df.schema.json()), write_options)
+    if plan.skip:
+        return None
+    replaced = _replace_where(spark, plan)
+    adds, marks = write_rows(df, plan)
+    if replaced is None:
+        return commit_write(plan, adds, identity_marks=marks)
+    actions, metrics = replaced
+    if any(isinstance(a, AddCDCFile) for a in actions):
+        actions = [*actions, *_inserted_changes(df, plan)]
+    return commit_write(
+        plan, adds, identity_marks=marks, replaced_rows=actions, extra_metrics=metrics
+    )
+
+
+def _replace_where(
+    spark: SparkSession, plan: WritePlan
+) -> tuple[list[Action], dict[str, int]] | None:
+    """The actions and metrics of the DELETE a ``replaceWhere`` runs, or ``None`` when the write
+    replaces nothing by a condition."""
+    condition = plan.options.replace_where
+    if condition is None or plan.options.normalized_mode != "overwrite":
+        return None
+    if plan.txn.snapshot is None:
+        return None
+    actions, operation = delete_actions(spark, plan.txn, condition, operation_name="replaceWhere")
+    metrics = {k: int(operation.metrics[k]) for k in _REPLACE_METRICS if k in operation.metrics}
+    metrics.setdefault("numAddedChangeFiles", 0)
+    return actions, metrics
+
+
+def _inserted_changes(df: Any, plan: WritePlan) -> list[AddCDCFile]:
+    """The written rows as ``insert`` change files: a commit's change feed is read from its
+    change files alone once it has some, and the removal wrote ``delete`` ones.
+
+    Raises:
+        UnsupportedFeatureError: the data lacks a column the write computes (a generated or an
+            identity column): its change rows would not hold the values written.
+    """
+    names = plan.layout.schema.names
+    present = {c.lower() for c in df.columns}
+    missing = [n for n in names if n.lower() not in present]
+    if missing:
+        raise errors.UnsupportedFeatureError(
+            "DELTA_UNSUPPORTED_REPLACE_WHERE_WITH_CDF",
+            f"a replaceWhere on data columns of a table with the change data feed needs the "
+            f"written data to hold every column; it lacks {', '.join(missing)}.",
+            table=plan.layout.table_root,
+            help="give the computed columns' values in the data, or use a condition on "
+            "partition columns only.",
+        )
+    rows = df.select(*[F.col(f"`{n}`") for n in names], F.lit("insert").alias(CHANGE_TYPE))
+    return write_change_rows(rows, plan)
+
+
+def _storage_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The writer options that are object-store options (delta-rs's ``AWS_*`` names, ...)."""
+    return {k: v for k, v in (options or {}).items() if k.lower().startswith(STORAGE_PREFIXES)}
