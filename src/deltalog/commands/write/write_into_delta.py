@@ -16,11 +16,12 @@ Both writers run the same three steps and differ only in who writes the data fil
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -37,6 +38,7 @@ from deltalog.actions import (
 from deltalog.commands.write.identity import with_high_water_marks
 from deltalog.commands.write.rewrite import rewrite_without
 from deltalog.features import check_write_supported, is_feature_supported
+from deltalog.partition_values import typed_partition_values
 from deltalog.scan.predicate import (
     Opaque,
     Predicate,
@@ -495,12 +497,11 @@ def _replaced_files(plan: WritePlan, adds: Sequence[AddFile]) -> list[RemoveFile
         return []
     now = int(time.time() * 1000)
     if _is_dynamic(txn, options):
-        written = {_partition_key(a.partition_values) for a in adds}
+        written = set(_partition_keys(plan, [dict(a.partition_values) for a in adds]))
         files = txn.filter_files(None) if written else _no_files()
-        keys = [
-            _partition_key(dict(pv or [])) for pv in files.column("partitionValues").to_pylist()
-        ]
+        raw = [dict(pv or []) for pv in files.column("partitionValues").to_pylist()]
         rows = files.to_pylist()
+        keys = _partition_keys(plan, raw)
         return [remove_action(r, now) for r, k in zip(rows, keys, strict=True) if k in written]
     if plan.replace_predicate is not None:
         # Only the files whose partition values match: data-column conditions are handled by
@@ -533,8 +534,28 @@ def _partition_only(plan: WritePlan) -> bool:
     )
 
 
-def _partition_key(values: Mapping[str, str | None]) -> tuple[tuple[str, str | None], ...]:
-    return tuple(sorted((k.lower(), None if v == "" else v) for k, v in values.items()))
+def _partition_keys(
+    plan: WritePlan, raw: Sequence[Mapping[str, str | None]]
+) -> list[tuple[Any, ...]]:
+    """Per file, its partition as typed values: partitions are the same when Spark's ``<=>``
+    says so (``1.5`` and ``1.50``, ``-0.0`` and ``0.0``, two NaNs, two NULLs), however each
+    writer serialized them."""
+    layout = plan.layout
+    typed = typed_partition_values(
+        layout.schema,
+        layout.partition_columns,
+        raw,
+        column_mapping=layout.column_mapping_mode != "none",
+        table_root=layout.table_root,
+    )
+    columns = [[_comparable(v) for v in array.to_pylist()] for array in typed.values()]
+    return list(zip(*columns, strict=True)) if columns else [() for _ in raw]
+
+
+def _comparable(value: Any) -> Any:
+    if isinstance(value, float):
+        return "NaN" if math.isnan(value) else value + 0.0  # -0.0 + 0.0 is 0.0
+    return value
 
 
 def _no_files() -> pa.Table:

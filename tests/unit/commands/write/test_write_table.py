@@ -103,6 +103,29 @@ def test_dynamic_partition_overwrite(tmp_path: Path) -> None:
     assert _commit_info(root, 1)["operationParameters"]["isDynamicPartitionOverwrite"] is True
 
 
+def test_dynamic_partition_overwrite_compares_typed_values(tmp_path: Path) -> None:
+    """A partition is the same partition however its value was serialized: delta-rs writes
+    ``2021-01-01 00:00:00.000000`` and ``-0`` where deltalog writes ``2021-01-01T00:00:00.000000Z``
+    and ``-0.0``; Spark's ``<=>`` (what delta-spark's overwrite matches by) says they are equal,
+    and ``-0.0 <=> 0.0`` too."""
+    root = tmp_path / "t"
+    utc = pa.timestamp("us", "UTC")
+    first = dt.datetime(2021, 1, 1, tzinfo=dt.UTC)
+    old = pa.table(
+        {
+            "id": pa.array([1, 2], pa.int64()),
+            "ts": pa.array([first, first + dt.timedelta(days=1)], utc),
+            "d": pa.array([-0.0, 1.5]),
+        }
+    )
+    deltalake.write_deltalake(str(root), old, partition_by=["ts", "d"])
+    new = pa.table(
+        {"id": pa.array([3], pa.int64()), "ts": pa.array([first], utc), "d": pa.array([0.0])}
+    )
+    write_table(str(root), new, mode="overwrite", partition_overwrite_mode="dynamic")
+    assert sorted(oracle_rows(str(root)).column("id").to_pylist()) == [2, 3]
+
+
 def test_schema_merge_and_overwrite(tmp_path: Path) -> None:
     root = tmp_path / "t"
     a = _rows(range(3))
