@@ -115,3 +115,24 @@ def test_merge_by_source_sees_rows_the_on_condition_prunes(
     assert dict(zip(got.column("id").to_pylist(), got.column("v").to_pylist(), strict=True)) == {
         4: 100.0
     }
+
+
+def test_over_spark_connect(connect_spark: Any, base: Path, tmp_path: Path) -> None:
+    """The same decisions over Spark Connect, where plans are analysed on the server: a
+    partition-only DELETE, a refused condition, a replaceWhere with a function."""
+    spark = connect_spark
+    fmt = deltalog.register(spark)
+    root = _copy(base, tmp_path, "t")
+    DeltaTable.forPath(spark, root).delete("p_ts > '2021-01-01'")
+    assert sorted(oracle_rows(root).column("id").to_pylist()) == [0, 2, 3]
+    with pytest.raises(Exception) as e:
+        DeltaTable.forPath(spark, root).delete("p_int = 'x'")
+    assert "CAST_INVALID_INPUT" in str(e.value)
+    empty = spark.createDataFrame([], _SCHEMA)
+    writer = empty.write.format(fmt).mode("overwrite")
+    writer.option("replaceWhere", "year(p_ts) < 2000 OR abs(v) > 1.5").save(root)
+    assert sorted(oracle_rows(root).column("id").to_pylist()) == [0]
+    with pytest.raises(Exception) as e:
+        writer.option("replaceWhere", "rand() < v").save(root)
+    assert "DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED" in str(e.value)
+    assert DeltaLog.for_table(root).update().version == 2
