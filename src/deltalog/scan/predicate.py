@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from deltalog.timestamps import parse_datetime
+from deltalog.scan.coercion import float32, parse_spark_date, parse_spark_timestamp
 
 # Comparison operators, normalised (``==`` → ``=``, ``<>`` → ``!=``), and their mirror images
 # for a literal written on the left (``5 < x`` is ``x > 5``).
@@ -27,7 +27,10 @@ _NEGATE = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
 @dataclass(frozen=True, slots=True)
 class Literal:
-    """A constant. ``kind`` is one of int, decimal, float, string, bool, null, date, timestamp."""
+    """A constant. ``kind`` is one of int, decimal, float, string, bool, null, date, timestamp
+    (Spark's timestamp with local time zone: aware, or naive for the session's zone) and
+    timestamp_ntz (naive). A float literal (``0.1F``) holds its value rounded to float32, a
+    double (``0.1D``, ``1e5``) its value: both compare as Spark widens them to double."""
 
     value: Any
     kind: str
@@ -166,7 +169,7 @@ def _literal_string(literal: Literal) -> str:
         return "null"
     if literal.kind == "bool":
         return "true" if literal.value else "false"
-    if literal.kind == "timestamp":
+    if literal.kind in ("timestamp", "timestamp_ntz"):
         return literal.value.strftime("%Y-%m-%d %H:%M:%S.%f").rstrip("0").rstrip(".")
     return str(literal.value)
 
@@ -292,7 +295,7 @@ class _Parser:
         if kind != "op" or (op not in _NORMAL and op != "<=>"):
             raise PredicateSyntaxError(f"expected a comparison, found {op!r}")
         right = self._operand()
-        return Opaque(op) if op == "<=>" else _compare(left, _NORMAL[op], right)
+        return _null_safe_equal(left, right) if op == "<=>" else _compare(left, _NORMAL[op], right)
 
     def _in(self, left: str | Literal, negated: bool) -> Predicate:
         self._expect("(")
@@ -343,13 +346,16 @@ class _Parser:
         inner = self._operand()
         self._expect("as")
         _, type_name = self._next()
-        if self.peek() == ("op", "("):  # DECIMAL(p, s), VARCHAR(n): the value does not change
-            while self._next() != ("op", ")"):
-                pass
+        arguments: list[int] = []
+        if self.peek() == ("op", "("):  # DECIMAL(p, s), VARCHAR(n)
+            self._next()
+            while (token := self._next()) != ("op", ")"):
+                if token[0] == "number" and token[1].isdigit():
+                    arguments.append(int(token[1]))
         self._expect(")")
         if not isinstance(inner, Literal):
             raise PredicateSyntaxError("CAST of a column is not used for skipping")
-        return _cast_literal(inner, type_name.lower())
+        return _cast_literal(inner, type_name.lower(), tuple(arguments))
 
 
 _CAST_KINDS = {
@@ -357,26 +363,45 @@ _CAST_KINDS = {
     **dict.fromkeys(("bigint", "long"), "int"),
     **dict.fromkeys(("float", "real", "double"), "float"),
     **dict.fromkeys(("decimal", "dec", "numeric"), "decimal"),
-    **dict.fromkeys(("string", "varchar", "char"), "string"),
+    **dict.fromkeys(("string", "varchar"), "string"),
     "boolean": "bool",
     "date": "date",
-    **dict.fromkeys(("timestamp", "timestamp_ntz", "timestamp_ltz"), "timestamp"),
+    **dict.fromkeys(("timestamp", "timestamp_ltz"), "timestamp"),
+    "timestamp_ntz": "timestamp_ntz",
 }
+# Integral cast targets and their bounds: an out-of-range value fails under ANSI and wraps
+# without it (``CAST(300 AS TINYINT)`` is 44 in Spark 3.5), so it is not used.
+_WIDE = decimal.Context(prec=100)
+_INT_BITS = {"tinyint": 8, "byte": 8, "smallint": 16, "short": 16, "int": 32, "integer": 32}
 
 
-def _cast_literal(literal: Literal, type_name: str) -> Literal:
-    """``literal`` cast to ``type_name`` where the value is certain (widening a number, a
-    date or timestamp from its text); anything else is not used for skipping."""
+def _cast_literal(literal: Literal, type_name: str, arguments: tuple[int, ...] = ()) -> Literal:
+    """``literal`` cast to ``type_name`` where the value is certain (a number widened or
+    rounded as Spark does, a date or timestamp from its text); anything else is not used."""
     kind = _CAST_KINDS.get(type_name)
     value = literal.value
     if kind is None or value is None:
         raise PredicateSyntaxError(f"CAST to {type_name} is not used for skipping")
-    if kind == literal.kind:
+    if kind == "int" and literal.kind == "int":
+        bound = 1 << (_INT_BITS.get(type_name, 64) - 1)
+        if -bound <= value < bound:
+            return literal
+    elif kind == "float" and literal.kind in ("int", "float", "decimal"):
+        real = float(value)
+        return Literal(float32(real) if type_name in ("float", "real") else real, "float")
+    elif kind == "decimal" and literal.kind in ("int", "decimal"):
+        precision, scale = (list(arguments) + [10, 0][len(arguments) :])[:2]
+        number = decimal.Decimal(value)
+        exact = number.quantize(decimal.Decimal(1).scaleb(-scale), context=_WIDE)
+        if exact == number and len(exact.as_tuple().digits) <= precision:
+            return Literal(number, "decimal")
+    elif kind == "string" and literal.kind == "string":
+        if not arguments or len(value) <= arguments[0]:
+            return literal
+    elif kind == literal.kind and kind in ("bool", "date", "timestamp"):
         return literal
-    if kind in ("date", "timestamp") and literal.kind == "string":
+    elif kind in ("date", "timestamp", "timestamp_ntz") and literal.kind == "string":
         return _typed_literal(kind, value)
-    if literal.kind == "int" and kind in ("float", "decimal"):
-        return Literal(float(value) if kind == "float" else decimal.Decimal(value), kind)
     raise PredicateSyntaxError(f"CAST of a {literal.kind} to {type_name} is not used for skipping")
 
 
@@ -388,6 +413,19 @@ def _compare(left: str | Literal, op: str, right: str | Literal) -> Predicate:
     return Opaque(op)
 
 
+def _null_safe_equal(left: str | Literal, right: str | Literal) -> Predicate:
+    """``a <=> b``: ``x <=> NULL`` is ``x IS NULL``; ``x <=> v`` is ``x IS NOT NULL AND x = v``,
+    which is never NULL (a NULL ``x`` makes it false), as Spark's ``<=>``, and negates to
+    ``x IS NULL OR x != v``."""
+    if isinstance(left, Literal):
+        left, right = right, left
+    if not isinstance(left, str) or not isinstance(right, Literal):
+        return Opaque("<=>")
+    if right.kind == "null":
+        return IsNull(left)
+    return And(IsNull(left, negated=True), Comparison(left, "=", right))
+
+
 def _unquote(text: str) -> str:
     body = text[1:-1].replace("''", "'")
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
@@ -397,21 +435,28 @@ def _number(text: str) -> Literal:
     lowered = text.lower()
     if lowered.endswith("bd"):
         return Literal(decimal.Decimal(text[:-2]), "decimal")
-    if lowered[-1] in "df":
-        return Literal(float(text[:-1]), "float")
+    if lowered[-1] in "df" or "e" in lowered:
+        value = float(text.rstrip("dDfF"))
+        if value in (float("inf"), float("-inf")):
+            raise PredicateSyntaxError(f"{text} does not fit in a double")
+        return Literal(float32(value) if lowered[-1] == "f" else value, "float")
     if lowered[-1] == "l":
         return Literal(int(text[:-1]), "int")
-    if "e" in lowered:
-        return Literal(float(text), "float")
     if "." in text:
         return Literal(decimal.Decimal(text), "decimal")
     return Literal(int(text), "int")
 
 
 def _typed_literal(kind: str, text: str) -> Literal:
-    try:
-        if kind == "date":
-            return Literal(dt.date.fromisoformat(text.strip()), "date")
-        return Literal(parse_datetime(text), "timestamp")
-    except ValueError:
-        raise PredicateSyntaxError(f"not a {kind}: {text!r}") from None
+    """A ``DATE``/``TIMESTAMP`` literal or a cast of text, in the forms Spark reads the same
+    way (:func:`~deltalog.scan.coercion.parse_spark_date`); others are not used."""
+    value: dt.date | None
+    if kind == "date":
+        value = parse_spark_date(text)
+    else:
+        value = parse_spark_timestamp(text)
+        if kind == "timestamp_ntz" and value is not None:
+            value = value.replace(tzinfo=None)  # Spark's cast to timestamp_ntz drops an offset
+    if value is None:
+        raise PredicateSyntaxError(f"not a {kind} Spark reads the same way: {text!r}")
+    return Literal(value, kind)

@@ -5,11 +5,19 @@ The Python writer needs this where Spark would evaluate the expression: which ro
 :mod:`deltalog.scan.predicate` is understood; anything else
 (:class:`~deltalog.scan.predicate.Opaque`) raises, so a condition is never guessed. Spark
 writers evaluate the original SQL text instead.
+
+Values compare as Spark 4 (ANSI) and 3.5 both compare them: NaN equals NaN and is above every
+number (``NaN > x``, ``x < NaN``), ``-0.0 = 0.0``, NULL is unknown (three-valued AND/OR/NOT,
+``x IN (..., NULL)`` unknown when not found), ``x <=> v`` never NULL. A literal is coerced to the
+column's type as Spark does (:func:`~deltalog.scan.coercion.coerce`); where the two modes
+differ or the coercion is not reproduced (a string column against a number, an integer column
+against ``6.5``, a decimal column against a double...) the condition is refused. There is no
+Spark session: a timestamp literal without an offset is read in UTC.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +26,7 @@ import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.partition_values import typed_partition_values
+from deltalog.scan.coercion import UNKNOWN, coerce, comparison_type
 from deltalog.scan.predicate import (
     And,
     Comparison,
@@ -32,6 +41,7 @@ from deltalog.scan.predicate import (
     has_opaque,
 )
 from deltalog.scan.skipping import COMPARE
+from deltalog.timestamps import time_zone
 
 if TYPE_CHECKING:
     from deltalog.log.snapshot import Snapshot
@@ -44,11 +54,13 @@ of some files (:func:`typed_partitions`), whether the condition is TRUE for each
 def evaluate(predicate: Predicate, rows: pa.Table, *, table: str = "") -> pa.BooleanArray:
     """The predicate's value per row: true, false or null (unknown), as SQL defines it.
 
-    Column names are matched case-insensitively (Spark's default). Literals are cast to the
-    column's type.
+    Column names are matched case-insensitively (Spark's default). Literals are coerced to the
+    column's type as Spark does; timestamp literals without an offset are read in UTC.
 
     Raises:
-        UnsupportedFeatureError: the predicate uses syntax outside the supported subset.
+        UnsupportedFeatureError: the predicate uses syntax outside the supported subset, or a
+            literal this evaluator cannot compare with its column exactly as Spark does
+            (DELTA_UNSUPPORTED_PREDICATE).
         InvalidArgumentError: it names a column ``rows`` does not have.
     """
     result = _eval(predicate, rows, table)
@@ -121,23 +133,27 @@ def _eval(p: Predicate, rows: pa.Table, table: str) -> Any:
         column = _column(rows, p.column, table)
         return pc.is_valid(column) if p.negated else pc.is_null(column)
     if isinstance(p, Comparison):
-        column = _column(rows, p.column, table)
-        if p.literal.kind == "null":
+        raw = _column(rows, p.column, table)
+        value = _scalar(p.literal, raw.type, p.column, table)
+        column = _compared(raw)
+        if value is None:
             return pa.nulls(rows.num_rows, pa.bool_())
-        return COMPARE[p.op](column, _scalar(p.literal, column.type, table))
+        return _spark_compare(column, p.op, value)
     if isinstance(p, In):
-        column = _column(rows, p.column, table)
-        values = [v for v in p.values if v.kind != "null"]
-        has_null = len(values) != len(p.values)
-        found = pc.is_in(
-            column,
-            value_set=pa.array(
-                [_scalar(v, column.type, table).as_py() for v in values], column.type
-            ),
-        )
+        raw = _column(rows, p.column, table)
+        values = [_scalar(v, raw.type, p.column, table) for v in p.values]
+        column = _compared(raw)
+        present = [v for v in values if v is not None]
+        if pa.types.is_floating(column.type):
+            # Equality, not hashing: -0.0 = 0.0 and NaN = NaN in Spark.
+            found: Any = pa.array([False] * rows.num_rows)
+            for v in present:
+                found = pc.or_(found, pc.fill_null(_spark_compare(column, "=", v), False))
+        else:
+            found = pc.is_in(column, value_set=pa.array([v.as_py() for v in present], column.type))
         # SQL: x IN (..., NULL) is true when found, else unknown; a null x is unknown.
         found = pc.if_else(pc.is_null(column), pa.scalar(None, pa.bool_()), found)
-        if has_null:
+        if len(present) != len(values):
             found = pc.if_else(found, True, pa.scalar(None, pa.bool_()))
         return pc.invert(found) if p.negated else found
     assert isinstance(p, Opaque)
@@ -165,28 +181,44 @@ def _column(rows: pa.Table, name: str, table: str) -> pa.ChunkedArray:
     )
 
 
-def _scalar(lit: Literal, target: pa.DataType, table: str) -> pa.Scalar:
-    value = lit.value
-    naive = isinstance(value, dt.datetime) and value.tzinfo is None
-    if pa.types.is_timestamp(target) and target.tz is not None and naive:
-        value = value.replace(tzinfo=dt.UTC)  # the Python writer reads zone-less text as UTC
-    if pa.types.is_date(target) and isinstance(value, str):
-        value = dt.date.fromisoformat(value)
-    try:
-        return pa.scalar(value).cast(target)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        pass
-    try:
-        scalar = pa.scalar(value, target)
-        why = "" if scalar.as_py() == value else f"it would become {scalar.as_py()!r}"
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as e:
-        why = str(e)
-    if why:  # never compare a changed literal (6.5 taken as 6 would select other rows)
+_UTC = time_zone("UTC")
+
+
+def _compared(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Floating columns compare in float64 (a float32 value widens exactly)."""
+    return column.cast(comparison_type(column.type))
+
+
+def _spark_compare(column: pa.ChunkedArray, op: str, v: pa.Scalar) -> Any:
+    """``column op v`` in Spark's order: for floating values NaN equals NaN and is above every
+    number (IEEE says false to both); ``-0.0 = 0.0`` holds in both."""
+    if not pa.types.is_floating(column.type):
+        return COMPARE[op](column, v)
+    nan = pc.is_nan(column)
+    if math.isnan(v.as_py()):
+        below = pc.invert(nan)  # x < NaN for every number x
+        exact = {"=": nan, "!=": below, "<": below, ">=": nan, ">": pc.and_(nan, False)}
+        return exact.get(op, pc.or_(nan, below))  # "<=": every non-null value
+    if op in (">", ">=", "!="):
+        return pc.or_kleene(COMPARE[op](column, v), nan)
+    return COMPARE[op](column, v)  # NaN is neither equal to nor below a number: false
+
+
+def _scalar(lit: Literal, target: pa.DataType, column: str, table: str) -> pa.Scalar | None:
+    """``lit`` as Spark compares it with a column of type ``target``; ``None`` for NULL."""
+    value = coerce(lit, target, _UTC)
+    if value is UNKNOWN:
+        # Never compare a changed or guessed literal (6.5 taken as 6 would select other rows).
         raise errors.UnsupportedFeatureError(
             "DELTA_UNSUPPORTED_PREDICATE",
-            f"the literal {value!r} cannot be compared exactly with a column of type {target} "
-            f"by the Python evaluator ({why}).",
+            f"the literal {_shown(lit)} cannot be compared with column {column!r} of type "
+            f"{target} exactly as Spark does by the Python evaluator (Spark's coercion of this "
+            "pair differs between ANSI and non-ANSI mode, or is not reproduced).",
             table=table or None,
             help="write the literal in the column's type, or run the command through Spark.",
         )
-    return scalar
+    return value
+
+
+def _shown(lit: Literal) -> str:
+    return repr(lit.value) if lit.kind != "string" else "'" + str(lit.value) + "'"

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import json
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -22,20 +23,19 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from deltalog.partition_values import typed_partition_column
+from deltalog.scan.coercion import UNKNOWN, Range, coerce, comparison_type
 from deltalog.scan.predicate import (
     And,
     Comparison,
     In,
     IsNull,
-    Literal,
     Or,
     Predicate,
     PredicateSyntaxError,
     parse_predicate,
     push_down_not,
 )
-from deltalog.schema import DecimalType, PrimitiveType, StructField, StructType, to_arrow
-from deltalog.timestamps import parse_datetime
+from deltalog.schema import PrimitiveType, StructField, StructType, to_arrow
 from deltalog.timestamps import time_zone as parse_time_zone
 
 _INTEGRAL = {"byte", "short", "integer", "long"}
@@ -43,12 +43,9 @@ _FLOATING = {"float", "double"}
 _TIMESTAMPS = {"timestamp", "timestamp_ntz"}
 # Statistics of these types are compared; others (binary, decimal, nested...) keep the file.
 _STATS_TYPES = _INTEGRAL | _FLOATING | _TIMESTAMPS | {"string", "date", "boolean"}
-# Timestamp statistics are truncated to milliseconds, so a maximum may be up to 1 ms low.
+# Timestamp statistics are truncated to milliseconds (delta-spark, delta-rs and our writer floor
+# them), so a maximum may be up to 1 ms low; a floored minimum is still a lower bound.
 _MAX_TRUNCATION = dt.timedelta(milliseconds=1)
-# Time zones run from UTC-12:00 to UTC+14:00: a wall-clock time names an instant this much
-# earlier or later than the same time read in UTC.
-_EARLIEST_OFFSET = dt.timedelta(hours=14)
-_LATEST_OFFSET = dt.timedelta(hours=12)
 
 
 def skipping_predicate(where: str | None) -> Predicate | None:
@@ -119,12 +116,22 @@ class _Context:
             return pc.or_(self.evaluate(p.left), self.evaluate(p.right))
         if isinstance(p, (Comparison, In, IsNull)):
             field = self._fields.get(p.column.lower())
-            if field is None:
+            if field is None or (not isinstance(p, IsNull) and _compares_otherwise(field)):
                 return self._all
             if field.name.lower() in self._partitions:
                 return self._on_partition(field, p)
             return self._on_stats(field, p)
         return self._all
+
+    def _scalars(self, field: StructField, p: Comparison | In) -> list[Any] | None:
+        """The literals of ``p`` as compared with ``field`` (``None`` for NULL), or ``None``
+        when any is :data:`UNKNOWN` or a NaN (which orders above every number in Spark: no
+        bound decides it)."""
+        literals = [p.literal] if isinstance(p, Comparison) else list(p.values)
+        scalars = [coerce(lit, to_arrow(field.type), self._zone) for lit in literals]
+        if any(s is UNKNOWN or _is_nan(s) for s in scalars):
+            return None
+        return scalars
 
     # -- partition columns: exact ------------------------------------------------------------
 
@@ -132,28 +139,35 @@ class _Context:
         values = self._partition_values(field)
         if isinstance(p, IsNull):
             return pc.is_valid(values) if p.negated else pc.is_null(values)
-        literals = [p.literal] if isinstance(p, Comparison) else list(p.values)
-        scalars = [_scalar(lit, field, self._zone) for lit in literals]
-        if any(s is _UNKNOWN for s in scalars):
+        scalars = self._scalars(field, p)
+        if scalars is None:
             return self._all
+        floating = pa.types.is_floating(values.type)
+        values = values.cast(comparison_type(values.type))
         if isinstance(p, In):
             present = [s for s in scalars if s is not None]
             if p.negated and len(present) < len(scalars):
                 return self._none  # x NOT IN (..., NULL) is never true
-            if any(isinstance(s, _Range) for s in present):
+            if floating or any(isinstance(s, Range) for s in present):
+                # Equality, not hashing: -0.0 = 0.0 in Spark, and hash sets tell them apart.
                 if p.negated:
-                    return pc.fill_null(pc.is_valid(values), False)
+                    mask = pc.is_valid(values)
+                    for s in present:
+                        differs = pc.invert(_compare(values, "=", s))
+                        mask = pc.and_(mask, pc.fill_null(differs, True))
+                    return mask
                 mask = self._none
                 for s in present:
                     mask = pc.or_(mask, pc.fill_null(_compare(values, "=", s), False))
-                return mask
-            hit = pc.is_in(values, value_set=pa.array(present, values.type))
-            hit = pc.invert(hit) if p.negated else hit
-            return pc.and_(hit, pc.is_valid(values))
-        if scalars[0] is None:
+            else:
+                hit = pc.is_in(values, value_set=pa.array(present, values.type))
+                hit = pc.invert(hit) if p.negated else hit
+                mask = pc.and_(hit, pc.is_valid(values))
+        elif scalars[0] is None:
             return self._none  # a comparison with NULL is never true
-        mask = pc.fill_null(_compare(values, p.op, scalars[0]), False)
-        if _type_name(field) in _FLOATING:
+        else:
+            mask = pc.fill_null(_compare(values, p.op, scalars[0]), False)
+        if floating:
             # Spark orders NaN above every number and equal to itself; IEEE comparisons say
             # false. Keeping NaN partitions is safe: the exact decision is Spark's.
             mask = pc.or_(mask, pc.fill_null(pc.is_nan(values), False))
@@ -180,11 +194,10 @@ class _Context:
             if p.negated:
                 return pc.fill_null(pc.less(nulls, records), True)
             return pc.fill_null(pc.greater(nulls, 0), True)
-        literals = [p.literal] if isinstance(p, Comparison) else list(p.values)
         if isinstance(p, In) and p.negated:
             return self._all
-        scalars = [_scalar(lit, field, self._zone) for lit in literals]
-        if any(s is _UNKNOWN for s in scalars):
+        scalars = self._scalars(field, p)
+        if scalars is None:
             return self._all
         if not [s for s in scalars if s is not None]:
             return self._none
@@ -192,6 +205,8 @@ class _Context:
         if _type_name(field) in _FLOATING and op in (">", ">=", "!="):
             return self._all  # NaN sorts above every number and is not in the statistics
         lo, hi = stats["min"], stats["max"]
+        if _type_name(field) == "string":
+            hi = _string_upper_bound(hi, scalars)
         mask = self._none
         for s in scalars:
             if s is not None:
@@ -212,8 +227,6 @@ class _Context:
         return parsed
 
 
-_UNKNOWN = object()
-
 COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "=": pc.equal,
     "!=": pc.not_equal,
@@ -224,18 +237,23 @@ COMPARE: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class _Range:
-    """A literal whose instant depends on a time zone the caller does not know: it is
-    somewhere in [lo, hi]."""
+def _compares_otherwise(field: StructField) -> bool:
+    """A column whose values Spark does not compare by their binary order: a CHAR(n) column
+    (Spark pads the literal to n), or one with a collation (``UTF8_LCASE`` equates cases)."""
+    meta = field.metadata
+    char = str(meta.get("__CHAR_VARCHAR_TYPE_STRING", "")).lower().startswith("char")
+    return char or "__COLLATIONS" in meta
 
-    lo: pa.Scalar
-    hi: pa.Scalar
+
+def _is_nan(s: Any) -> bool:
+    if not isinstance(s, pa.Scalar) or not pa.types.is_floating(s.type) or not s.is_valid:
+        return False
+    return math.isnan(s.as_py())
 
 
-def _compare(values: pa.Array, op: str, v: pa.Scalar | _Range) -> pa.Array:
-    """``values op v`` exactly, or, for a :class:`_Range`, whether it may hold."""
-    if not isinstance(v, _Range):
+def _compare(values: pa.Array, op: str, v: pa.Scalar | Range) -> pa.Array:
+    """``values op v`` exactly, or, for a :class:`Range`, whether it may hold."""
+    if not isinstance(v, Range):
         return COMPARE[op](values, v)
     if op == "=":
         return pc.and_kleene(pc.greater_equal(values, v.lo), pc.less_equal(values, v.hi))
@@ -244,9 +262,9 @@ def _compare(values: pa.Array, op: str, v: pa.Scalar | _Range) -> pa.Array:
     return COMPARE[op](values, v.hi if op in ("<", "<=") else v.lo)
 
 
-def _may_hold(op: str, lo: pa.Array, hi: pa.Array, v: pa.Scalar | _Range) -> pa.Array:
+def _may_hold(op: str, lo: pa.Array, hi: pa.Array, v: pa.Scalar | Range) -> pa.Array:
     """Whether some value in [lo, hi] may satisfy ``value op v`` (null where unknown)."""
-    if isinstance(v, _Range):
+    if isinstance(v, Range):
         if op == "!=":
             return pa.array([True] * len(lo))
         if op == "=":
@@ -261,104 +279,48 @@ def _may_hold(op: str, lo: pa.Array, hi: pa.Array, v: pa.Scalar | _Range) -> pa.
     return COMPARE[op](hi, v)
 
 
+def _string_upper_bound(hi: pa.ChunkedArray, scalars: list[Any]) -> pa.ChunkedArray:
+    """An upper bound of a file's strings from its ``maxValues`` entry, whatever the writer.
+
+    Writers truncate a long maximum: delta-spark to a prefix plus a tie-breaker character
+    (``U+10FFFF``, or ``U+007F``; older versions ``U+FFFF``, which a supplementary character
+    exceeds), others to a bare prefix, which is below the real maximum. In every case the real
+    maximum starts with the entry less its last character, ``p``. ``p`` followed by more
+    ``U+10FFFF`` than any literal has characters is above every string starting with ``p``
+    that can equal or fall below a literal, so comparisons with the literals stay safe."""
+    longest = max(len(s.as_py()) for s in scalars if s is not None)
+    prefix = pc.utf8_slice_codeunits(hi, 0, -1)
+    suffix = pa.scalar("\U0010ffff" * (longest + 1), hi.type)
+    return pc.binary_join_element_wise(prefix, suffix, pa.scalar("", hi.type))
+
+
 def _type_name(field: StructField) -> str:
     return field.type.name if isinstance(field.type, PrimitiveType) else ""
 
 
-def _scalar(lit: Literal, field: StructField, zone: dt.tzinfo | None) -> Any:
-    """``lit`` as a scalar of the column's Arrow type (a :class:`_Range` for a timestamp
-    literal without an offset when ``zone`` is unknown); ``None`` for NULL; ``_UNKNOWN`` when
-    Spark's coercion of this pair is not one skipping reproduces exactly."""
-    if lit.kind == "null":
-        return None
-    name = _type_name(field)
-    value: Any = _UNKNOWN
-    if isinstance(field.type, DecimalType):
-        return _UNKNOWN
-    if name in _INTEGRAL and lit.kind == "int":
-        value = lit.value
-    elif name in _INTEGRAL and lit.kind == "decimal" and lit.value == lit.value.to_integral():
-        value = int(lit.value)
-    elif name in _FLOATING and lit.kind in ("int", "float", "decimal"):
-        value = float(lit.value)
-    elif (name, lit.kind) in (("string", "string"), ("boolean", "bool")):
-        value = lit.value
-    elif name == "date" and lit.kind in ("date", "string"):
-        value = _as_date(lit.value)
-    elif name in _TIMESTAMPS and lit.kind in ("timestamp", "string", "date"):
-        value = _as_timestamp(lit.value, name == "timestamp", zone)
-    if value is _UNKNOWN or value is None:
-        return _UNKNOWN
-    try:
-        if isinstance(value, tuple):
-            lo, hi = value
-            return _Range(pa.scalar(lo, to_arrow(field.type)), pa.scalar(hi, to_arrow(field.type)))
-        return pa.scalar(value, to_arrow(field.type))
-    except (pa.ArrowInvalid, OverflowError, TypeError):
-        return _UNKNOWN
-
-
-def _as_date(value: Any) -> dt.date | None:
-    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        return value
-    try:
-        return dt.date.fromisoformat(str(value).strip())
-    except ValueError:
-        return None
-
-
-def _as_timestamp(
-    value: Any, utc: bool, zone: dt.tzinfo | None
-) -> dt.datetime | tuple[dt.datetime, dt.datetime] | None:
-    """The instant ``value`` names in UTC (naive for ``timestamp_ntz``); for text without an
-    offset and no known ``zone``, the earliest and latest instants it names in any zone."""
-    if isinstance(value, dt.datetime):
-        ts = value
-    elif isinstance(value, dt.date):
-        ts = dt.datetime(value.year, value.month, value.day)
-    else:
-        try:
-            ts = parse_datetime(str(value))
-        except ValueError:
-            return None
-    if not utc:
-        return ts.replace(tzinfo=None)
-    if ts.tzinfo is None and zone is None:
-        wall = ts.replace(tzinfo=dt.UTC)
-        return wall - _EARLIEST_OFFSET, wall + _LATEST_OFFSET
-    if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=zone)
-    return ts.astimezone(dt.UTC)
-
-
 def _parse_stats(stats: pa.ChunkedArray, field: StructField, column_mapping: bool) -> pa.Table:
-    """``min``, ``max``, ``nullCount`` and ``numRecords`` of one column, one row per file."""
+    """``min``, ``max``, ``nullCount`` and ``numRecords`` of one column, one row per file.
+
+    Bounds are in the column's comparison type (float64 for floating columns, a float32
+    bound widened exactly); a NaN bound is dropped (missing: the file is kept), timestamp
+    maxima are raised by the millisecond their text may have lost."""
     name = field.physical_name if column_mapping else field.name
     value_type = to_arrow(field.type)
+    floating = _type_name(field) in _FLOATING
     text_type = pa.string() if _type_name(field) in _TIMESTAMPS | {"date"} else value_type
-    json_type = pa.struct([pa.field(name, text_type)])
-    schema = pa.schema(
-        [
-            ("numRecords", pa.int64()),
-            ("minValues", json_type),
-            ("maxValues", json_type),
-            ("nullCount", pa.struct([pa.field(name, pa.int64())])),
-        ]
-    )
-    lines = pc.fill_null(stats, "{}").to_pylist()
-    data = ("\n".join(line or "{}" for line in lines) + "\n").encode("utf-8")
-    table = pa_json.read_json(
-        io.BytesIO(data),
-        read_options=pa_json.ReadOptions(block_size=max(len(data) + 1, 1 << 20)),
-        parse_options=pa_json.ParseOptions(
-            explicit_schema=schema, unexpected_field_behavior="ignore"
-        ),
-    )
-    if table.num_rows != len(lines):
-        raise pa.ArrowInvalid("statistics rows do not line up with files")
+    lines = [line or "{}" for line in pc.fill_null(stats, "{}").to_pylist()]
+    try:
+        table = _read_stats_json(lines, name, text_type)
+    except pa.ArrowInvalid:
+        if not floating:
+            raise
+        # delta-spark writes NaN and ±Infinity bounds as the strings "NaN", "Infinity".
+        table = _read_float_stats(lines, name)
     lo = pc.struct_field(table["minValues"], name)
     hi = pc.struct_field(table["maxValues"], name)
-    if text_type != value_type:
+    if floating:
+        lo, hi = (_without_nan(b.cast(value_type).cast(pa.float64())) for b in (lo, hi))
+    elif text_type != value_type:
         lo, hi = _cast_text(lo, value_type), _cast_text(hi, value_type)
         if _type_name(field) in _TIMESTAMPS:
             hi = pc.add(hi, pa.scalar(_MAX_TRUNCATION, pa.duration("us")))
@@ -370,6 +332,67 @@ def _parse_stats(stats: pa.ChunkedArray, field: StructField, column_mapping: boo
             "numRecords": table["numRecords"],
         }
     )
+
+
+def _stats_schema(name: str, value_type: pa.DataType) -> pa.Schema:
+    json_type = pa.struct([pa.field(name, value_type)])
+    return pa.schema(
+        [
+            ("numRecords", pa.int64()),
+            ("minValues", json_type),
+            ("maxValues", json_type),
+            ("nullCount", pa.struct([pa.field(name, pa.int64())])),
+        ]
+    )
+
+
+def _read_stats_json(lines: list[str], name: str, value_type: pa.DataType) -> pa.Table:
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    table = pa_json.read_json(
+        io.BytesIO(data),
+        read_options=pa_json.ReadOptions(block_size=max(len(data) + 1, 1 << 20)),
+        parse_options=pa_json.ParseOptions(
+            explicit_schema=_stats_schema(name, value_type), unexpected_field_behavior="ignore"
+        ),
+    )
+    if table.num_rows != len(lines):
+        raise pa.ArrowInvalid("statistics rows do not line up with files")
+    return table
+
+
+def _read_float_stats(lines: list[str], name: str) -> pa.Table:
+    """Floating statistics that hold strings ("NaN", "Infinity", "-Infinity"), read in Python
+    (only when Arrow's reader refused them); a bound that is not a number is missing."""
+    rows = []
+    for line in lines:
+        stats = json.loads(line) if line else {}
+        stats = stats if isinstance(stats, dict) else {}
+        row: dict[str, Any] = {"numRecords": _number(stats.get("numRecords"), int)}
+        for key in ("minValues", "maxValues", "nullCount"):
+            part = stats.get(key)
+            value = part.get(name) if isinstance(part, dict) else None
+            row[key] = {name: _number(value, int if key == "nullCount" else float)}
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=_stats_schema(name, pa.float64()))
+
+
+def _number(value: Any, kind: type) -> Any:
+    if isinstance(value, bool) or value is None:
+        return None
+    if kind is int:
+        return value if isinstance(value, int) else None
+    if isinstance(value, str):
+        try:
+            return float(value)  # "NaN", "Infinity", "-Infinity"
+        except ValueError:
+            return None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _without_nan(values: pa.ChunkedArray) -> pa.ChunkedArray:
+    """NaN bounds as missing: Spark's NaN is above every number, so a NaN maximum hides the
+    finite one and a NaN minimum says only that the file holds NaN."""
+    return pc.if_else(pc.fill_null(pc.is_nan(values), False), pa.scalar(None, values.type), values)
 
 
 def _cast_text(values: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:

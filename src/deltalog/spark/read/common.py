@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
+from pyspark.sql import types as T
 
 from deltalog import errors
 from deltalog.scan.plan import FILE, ROW, local_paths, spark_file_uris
@@ -31,14 +32,27 @@ if TYPE_CHECKING:
 __all__ = [
     "FIELD_ID_READ",
     "FILE",
+    "NAN_SAFE_OPTIONS",
     "ROW",
     "file_keys",
+    "has_floating",
     "newline_joined",
     "read_files_or_raise",
     "read_parquet_files",
 ]
 
 FIELD_ID_READ = "spark.sql.parquet.fieldId.read.enabled"
+
+# parquet-mr's row-group filters trust footers that pyarrow, delta-rs and deltalog's own older
+# files write for floating columns: min/max that ignore NaN (Spark's NaN is above every number,
+# so ``v > 5`` drops a file holding NaN) and dictionaries that keep -0.0 apart from 0.0
+# (``v = 0`` drops a file holding only -0.0). Reads of a table with such a column switch the
+# three filters off; Spark's own filter of the rows then decides, as it must.
+NAN_SAFE_OPTIONS = {
+    "parquet.filter.dictionary.enabled": "false",
+    "parquet.filter.stats.enabled": "false",
+    "parquet.filter.columnindex.enabled": "false",
+}
 
 
 def file_keys(snapshot: Snapshot, files: pa.Table) -> list[str]:
@@ -54,12 +68,15 @@ def read_parquet_files(
     base_path: str | None = None,
 ) -> DataFrame:
     """Spark's parquet reader over exactly ``paths`` (partition columns from the directories
-    under ``base_path`` when given: ``schema`` then names them too).
+    under ``base_path`` when given: ``schema`` then names them too); without parquet-mr's
+    row-group filters when ``schema`` has a floating column (:data:`NAN_SAFE_OPTIONS`).
 
     On a classic session the list crosses py4j as one string split in the JVM: PySpark's own
     conversion makes one gateway round trip per path (seconds for 10k files).
     """
     read = reader(spark).schema(schema)
+    if has_floating(schema):
+        read = read.options(**NAN_SAFE_OPTIONS)
     if base_path is not None:
         read = read.option("basePath", base_path)
     joined = newline_joined(paths)
@@ -70,6 +87,20 @@ def read_parquet_files(
     jvm: Any = spark.sparkContext._jvm
     seq = jvm.scala.io.Source.fromString(joined).getLines().toList()
     return DataFrame(read._jreader.parquet(seq), spark)
+
+
+def has_floating(data_type: Any) -> bool:
+    """Whether a Spark type holds a float or double at any depth (structs, arrays, maps); a
+    type given otherwise (DDL text) counts as holding one."""
+    if isinstance(data_type, T.FloatType | T.DoubleType):
+        return True
+    if isinstance(data_type, T.StructType):
+        return any(has_floating(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, T.ArrayType):
+        return has_floating(data_type.elementType)
+    if isinstance(data_type, T.MapType):
+        return has_floating(data_type.keyType) or has_floating(data_type.valueType)
+    return not isinstance(data_type, T.DataType)
 
 
 def newline_joined(paths: Sequence[str] | pa.Array) -> str | None:
