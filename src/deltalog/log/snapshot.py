@@ -127,6 +127,12 @@ class Snapshot:
             return "none"
         return self.properties.column_mapping_mode
 
+    @property
+    def string_prefix_length(self) -> int:
+        """The prefix string statistics are cut to (``delta.dataSkippingStringPrefixLength``,
+        32 by default)."""
+        return self.properties.data_skipping_string_prefix_length or 32
+
     def files_for_filter(self, where: str | None, *, time_zone: str = "UTC") -> pa.Table:
         """The live files that may hold rows matching the SQL filter ``where`` (all for
         ``None`` or a filter outside the subset data skipping reads): partition pruning and
@@ -142,6 +148,7 @@ class Snapshot:
             column_mapping=self.column_mapping_mode != "none",
             time_zone=time_zone,
             table_root=self.table_root,
+            string_prefix_length=self.string_prefix_length,
         )
 
     # -- non-file state ---------------------------------------------------------------------

@@ -68,13 +68,16 @@ def files_matching(
     column_mapping: bool = False,
     time_zone: str | None = None,
     table_root: str = "",
+    string_prefix_length: int = 0,
 ) -> pa.Table:
     """The rows of ``files`` (live ``add`` actions) that may hold rows matching ``predicate``.
 
     ``time_zone`` interprets timestamp literals without an offset (Spark's session time zone);
     ``None`` when the caller does not know it: such a literal then stands for every instant it
     can name (UTC-12:00 to UTC+14:00), so no file Spark would select is dropped.
-    ``table_root`` names the table in errors.
+    ``table_root`` names the table in errors. ``string_prefix_length``: the table's
+    ``delta.dataSkippingStringPrefixLength`` (see :func:`exact_string_max_below`); a string
+    maximum shorter than it was not cut, so it bounds its file exactly (0: any may be cut).
 
     Raises:
         InvalidTableError: a partition value does not parse as its column's type.
@@ -82,6 +85,7 @@ def files_matching(
     if predicate is None or files.num_rows == 0:
         return files
     context = _Context(files, schema, partition_columns, column_mapping, time_zone, table_root)
+    context.exact_string_max_below = exact_string_max_below(string_prefix_length)
     return files.filter(context.evaluate(push_down_not(predicate)))
 
 
@@ -104,6 +108,7 @@ class _Context:
         self._partitions = {c.lower() for c in partition_columns}
         self._column_mapping = column_mapping
         self._zone = None if time_zone is None else parse_time_zone(time_zone)
+        self.exact_string_max_below = 0  # string maxima shorter than this are exact
         self._partition_cache: dict[str, pa.Array] = {}
         self._stats_cache: dict[str, pa.Table | None] = {}
         self._all = pa.array([True] * files.num_rows)
@@ -206,7 +211,7 @@ class _Context:
             return self._all  # NaN sorts above every number and is not in the statistics
         lo, hi = stats["min"], stats["max"]
         if _type_name(field) == "string":
-            hi = _string_upper_bound(hi, scalars)
+            hi = _string_upper_bound(hi, scalars, self.exact_string_max_below)
         mask = self._none
         for s in scalars:
             if s is not None:
@@ -279,7 +284,22 @@ def _may_hold(op: str, lo: pa.Array, hi: pa.Array, v: pa.Scalar | Range) -> pa.A
     return COMPARE[op](hi, v)
 
 
-def _string_upper_bound(hi: pa.ChunkedArray, scalars: list[Any]) -> pa.ChunkedArray:
+# delta-spark's default string prefix in statistics, and the prefix delta-rs always cuts at.
+_COMMON_PREFIX_LENGTH = 32
+
+
+def exact_string_max_below(prefix_length: int | None) -> int:
+    """String maxima shorter than this many characters were not cut by their writer: the
+    smaller of the table's ``delta.dataSkippingStringPrefixLength`` (delta-spark's cut) and
+    32 (the default, and delta-rs's fixed cut); 0 when the table's setting is unknown."""
+    if not prefix_length:
+        return 0
+    return min(prefix_length, _COMMON_PREFIX_LENGTH)
+
+
+def _string_upper_bound(
+    hi: pa.ChunkedArray, scalars: list[Any], exact_below: int = 0
+) -> pa.ChunkedArray:
     """An upper bound of a file's strings from its ``maxValues`` entry, whatever the writer.
 
     Writers truncate a long maximum: delta-spark to a prefix plus a tie-breaker character
@@ -291,7 +311,11 @@ def _string_upper_bound(hi: pa.ChunkedArray, scalars: list[Any]) -> pa.ChunkedAr
     longest = max(len(s.as_py()) for s in scalars if s is not None)
     prefix = pc.utf8_slice_codeunits(hi, 0, -1)
     suffix = pa.scalar("\U0010ffff" * (longest + 1), hi.type)
-    return pc.binary_join_element_wise(prefix, suffix, pa.scalar("", hi.type))
+    widened = pc.binary_join_element_wise(prefix, suffix, pa.scalar("", hi.type))
+    if not exact_below:
+        return widened
+    # A maximum shorter than every writer's cut is the file's real maximum.
+    return pc.if_else(pc.less(pc.utf8_length(hi), exact_below), hi, widened)
 
 
 def _type_name(field: StructField) -> str:
@@ -413,6 +437,7 @@ def prune_where(
     column_mapping: bool = False,
     time_zone: str = "UTC",
     table_root: str = "",
+    string_prefix_length: int = 0,
 ) -> pa.Table:
     """:func:`files_matching` for a SQL filter text (unparseable text keeps every file)."""
     return files_matching(
@@ -423,4 +448,5 @@ def prune_where(
         column_mapping=column_mapping,
         time_zone=time_zone,
         table_root=table_root,
+        string_prefix_length=string_prefix_length,
     )

@@ -377,6 +377,7 @@ class _Checker:
                     predicate,
                     column_mapping=snapshot.column_mapping_mode != "none",
                     table_root=self.table,
+                    string_prefix_length=snapshot.string_prefix_length,
                 )
             except errors.DeltaError:
                 return candidates[0]  # a partition value we cannot type may match

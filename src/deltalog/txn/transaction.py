@@ -127,6 +127,7 @@ class Transaction:
                 parsed,
                 column_mapping=snap.column_mapping_mode != "none",
                 table_root=snap.table_root,
+                string_prefix_length=snap.string_prefix_length,
             )
         self.read_set.predicates.append(parsed)
         self.read_set.add_files(files.column("path"))

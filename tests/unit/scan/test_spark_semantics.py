@@ -198,6 +198,29 @@ def test_truncated_string_maxima_are_not_trusted() -> None:
     assert _kept(schema, files, "v < 'b'") == [0, 1]
 
 
+def test_short_string_maxima_bound_their_file_where_the_prefix_is_known() -> None:
+    """A maximum shorter than the table's statistics prefix (32 by default, and delta-rs's
+    fixed cut) was not cut: it bounds its file exactly. A 32-character one may still be cut."""
+    schema = _schema("string")
+    files = _files(
+        [
+            _stats("AR", "UK", records=1),
+            _stats("a" * 32, "a" * 32, records=1),  # may be a bare prefix of a longer max
+        ]
+    )
+
+    def kept(where: str, prefix: int) -> list[int]:
+        parsed = parse_predicate(where)
+        out = files_matching(files, schema, (), parsed, string_prefix_length=prefix)
+        return [int(p[1:].split(".")[0]) for p in out["path"].to_pylist()]
+
+    assert kept("v = 'US'", 32) == []
+    assert kept("v = 'US'", 0) == [0]  # the prefix is unknown: "UK" may be a cut "UKZ..."
+    assert kept("v = 'UK'", 32) == [0]
+    assert kept("v > '" + "a" * 32 + "'", 32) == [1]
+    assert kept("v = 'UKA'", 2) == [0]  # a 2-character cut: "UK" may be "UKA"
+
+
 def test_char_and_collated_columns_keep_every_file() -> None:
     """CHAR(n) pads the literal; UTF8_LCASE equates cases: binary bounds decide neither."""
     files = _files([_stats("ab   ", "ab   ", records=1)])
