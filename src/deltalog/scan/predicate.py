@@ -170,7 +170,9 @@ def _literal_string(literal: Literal) -> str:
     if literal.kind == "bool":
         return "true" if literal.value else "false"
     if literal.kind in ("timestamp", "timestamp_ntz"):
-        return literal.value.strftime("%Y-%m-%d %H:%M:%S.%f").rstrip("0").rstrip(".")
+        # isoformat, not strftime: glibc's %Y does not pad years before 1000.
+        text = literal.value.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+        return text.rstrip("0").rstrip(".")
     return str(literal.value)
 
 

@@ -56,7 +56,8 @@ def serialize_partition_value(value: Any, data_type: DataType) -> str | None:
             not UTF-8 (Spark would silently replace its bytes; the value would not round-trip).
     """
     if isinstance(data_type, PrimitiveType) and data_type.name == "timestamp" and value is not None:
-        return _as_utc(value).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        utc = _as_utc(value)
+        return f"{_date_time_text(utc, 'T')}.{utc.microsecond:06d}Z"
     return directory_value(value, data_type)
 
 
@@ -141,10 +142,18 @@ def _as_utc(value: Any) -> dt.datetime:
 
 def _spark_timestamp_string(value: dt.datetime) -> str:
     # Spark's fraction formatter prints 0-6 digits: trailing zeros (and a zero fraction) dropped.
-    text = value.strftime("%Y-%m-%d %H:%M:%S")
+    text = _date_time_text(value, " ")
     if value.microsecond:
         text += "." + f"{value.microsecond:06d}".rstrip("0")
     return text
+
+
+def _date_time_text(value: dt.datetime, sep: str) -> str:
+    # Not strftime: glibc's %Y does not pad years before 1000 to four digits ("1-01-01").
+    return (
+        f"{value.year:04d}-{value.month:02d}-{value.day:02d}{sep}"
+        f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
+    )
 
 
 def escape_path_name(text: str) -> str:

@@ -229,6 +229,10 @@ def test_partition_value_round_trips(value: Any, data_type: DataType) -> None:
         ),
         (dt.datetime(2024, 1, 1, 18, 0, 0, 5), TS, "2024-01-01T18:00:00.000005Z"),
         (dt.datetime(2024, 1, 1, 10, 0), TS_NTZ, "2024-01-01 10:00:00"),
+        # Years before 1000 keep four digits (glibc's strftime would write "1-01-01").
+        (dt.datetime(1, 1, 1, tzinfo=dt.UTC), TS, "0001-01-01T00:00:00.000000Z"),
+        (dt.datetime(999, 12, 31, 23, 59, 59, 5), TS_NTZ, "0999-12-31 23:59:59.000005"),
+        (dt.date(1, 1, 1), DATE, "0001-01-01"),
         (dt.datetime(2024, 1, 1, 10, 0, 0, 120000), TS_NTZ, "2024-01-01 10:00:00.12"),
         (dt.date(2024, 3, 5), DATE, "2024-03-05"),
         (decimal.Decimal("234"), DecimalType(12, 5), "234.00000"),
