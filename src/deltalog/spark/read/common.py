@@ -19,7 +19,8 @@ from pyspark.sql import DataFrame
 
 from deltalog import errors
 from deltalog.scan.plan import FILE, ROW, local_paths, spark_file_uris
-from deltalog.spark.session import is_connect, reader
+from deltalog.spark.session import NO_LISTING_JOB, is_connect, reader
+from deltalog.spark.session_clone import adopt, clone_with
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -38,6 +39,8 @@ __all__ = [
     "read_parquet_files",
 ]
 
+# Column mapping mode ``id`` resolves parquet columns by field id. The parquet reader copies this
+# session setting into every read's Hadoop configuration, over any read option of that name.
 FIELD_ID_READ = "spark.sql.parquet.fieldId.read.enabled"
 
 
@@ -52,13 +55,35 @@ def read_parquet_files(
     schema: StructType,
     paths: Sequence[str] | pa.Array,
     base_path: str | None = None,
+    *,
+    field_ids: bool = False,
 ) -> DataFrame:
     """Spark's parquet reader over exactly ``paths`` (partition columns from the directories
-    under ``base_path`` when given: ``schema`` then names them too).
+    under ``base_path`` when given: ``schema`` then names them too); with ``field_ids``,
+    columns are matched by the parquet field ids of ``schema`` (column mapping mode ``id``).
 
-    On a classic session the list crosses py4j as one string split in the JVM: PySpark's own
-    conversion makes one gateway round trip per path (seconds for 10k files).
+    The user's session is left as it is. On a classic session the read is built in a clone of
+    it (:mod:`~deltalog.spark.session_clone`) where the paths are stat'ed on the driver
+    without a listing job, and field ids are read when asked; the list crosses py4j as one
+    string split in the JVM (PySpark's own conversion makes one gateway round trip per path:
+    seconds for 10k files). On Spark Connect, Spark lists more paths than the session's
+    ``spark.sql.sources.parallelPartitionDiscovery.threshold`` in a job at each execution, and
+    ``field_ids`` cannot be honoured: callers read such tables through the storage seam.
     """
+    settings = {**NO_LISTING_JOB, FIELD_ID_READ: "true"} if field_ids else NO_LISTING_JOB
+    clone = clone_with(spark, settings)
+    if clone is None:
+        assert not field_ids, "Spark Connect reads by field id through the storage seam"
+        return _read(spark, schema, paths, base_path)
+    return adopt(spark, _read(clone, schema, paths, base_path))
+
+
+def _read(
+    spark: SparkSession,
+    schema: StructType,
+    paths: Sequence[str] | pa.Array,
+    base_path: str | None,
+) -> DataFrame:
     read = reader(spark).schema(schema)
     if base_path is not None:
         read = read.option("basePath", base_path)
@@ -90,6 +115,7 @@ def read_files_or_raise(
     store: LogStore,
     *,
     base_path: str | None = None,
+    field_ids: bool = False,
 ) -> DataFrame:
     """:func:`read_parquet_files`, with a missing file reported as a typed error naming it.
 
@@ -100,7 +126,7 @@ def read_files_or_raise(
         InvalidTableError: a data file named in the log does not exist (DELTA_FILE_NOT_FOUND).
     """
     try:
-        return read_parquet_files(spark, schema, paths, base_path)
+        return read_parquet_files(spark, schema, paths, base_path, field_ids=field_ids)
     except Exception as e:
         listed = paths.to_pylist() if isinstance(paths, pa.Array) else paths
         missing = next((p for p in listed if not store.exists(p)), None)
