@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +17,14 @@ from pyspark.sql import DataFrame, SparkSession
 
 from deltalog import errors
 from deltalog.log.checkpoint_options import CheckpointOptions
+from deltalog.spark.session_clone import adopt, clone_with
 from deltalog.timestamps import time_zone
 
-# Spark lists every explicit input path in a job of its own above this many paths; the log and
-# the snapshot already know every file, so never let it.
+# Spark lists the explicit input paths of a read in a job of its own above this many paths
+# (seconds for a thousand files); the log and the snapshot already know every file. A session
+# setting only: raised in a clone of a classic session for one read (``session_clone``).
 DISCOVERY_THRESHOLD_KEY = "spark.sql.sources.parallelPartitionDiscovery.threshold"
-DISCOVERY_THRESHOLD = "1000000000"
+NO_LISTING_JOB = {DISCOVERY_THRESHOLD_KEY: "1000000000"}
 
 
 def is_connect(spark: Any) -> bool:
@@ -68,9 +69,11 @@ def arrow_to_df(spark: SparkSession, table: pa.Table, *, local: bool = True) -> 
     Every analysis of a plan holding a ``LocalRelation`` costs in proportion to its rows, so
     tables of many rows that later plans build on take this form (``bench/README.md``).
     """
-    if not local and getattr(spark, "_jsparkSession", None) is not None:
-        with session_conf(spark, "spark.sql.execution.arrow.localRelationThreshold", "0"):
-            return arrow_to_df(spark, table)
+    if not local:
+        # PySpark reads the threshold from the session that creates the frame: a clone's.
+        clone = clone_with(spark, {"spark.sql.execution.arrow.localRelationThreshold": "0"})
+        if clone is not None:
+            return adopt(spark, arrow_to_df(clone, table))
     try:
         return spark.createDataFrame(table)
     except (TypeError, ValueError):
@@ -86,24 +89,6 @@ def conf_get(spark: Any, key: str, default: str) -> str:
     except Exception:  # Connect raises for unknown keys on some versions
         return default
     return default if value is None else str(value)
-
-
-@contextlib.contextmanager
-def session_conf(spark: Any, key: str, value: str) -> Iterator[None]:
-    """The session's ``key`` set to ``value`` for the block, then restored (unset if it was
-    not set)."""
-    try:
-        before = spark.conf.get(key, None)
-    except Exception:  # Connect raises for unknown keys on some versions
-        before = None
-    spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
 
 
 def checkpoint_options(spark: Any) -> CheckpointOptions | None:
@@ -126,12 +111,6 @@ def checkpoint_options(spark: Any) -> CheckpointOptions | None:
 def session_time_zone(spark: Any) -> dt.tzinfo:
     """``spark.sql.session.timeZone`` (UTC when unset)."""
     return time_zone(conf_get(spark, "spark.sql.session.timeZone", "UTC"))
-
-
-def ensure_no_listing_job(spark: Any) -> None:
-    """Raise the partition-discovery threshold so explicit file lists are never re-listed."""
-    if conf_get(spark, DISCOVERY_THRESHOLD_KEY, "32") != DISCOVERY_THRESHOLD:
-        spark.conf.set(DISCOVERY_THRESHOLD_KEY, DISCOVERY_THRESHOLD)
 
 
 # Hadoop's checksummed LocalFileSystem verifies ".<name>.crc" side files, which are not part of

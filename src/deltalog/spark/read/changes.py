@@ -48,12 +48,11 @@ from deltalog.change_data_feed import (
 from deltalog.partition_values import typed_partition_values
 from deltalog.scan.plan import partitions_from_paths, spark_file_uris
 from deltalog.schema import PrimitiveType, StructField, StructType
-from deltalog.spark.read.common import FIELD_ID_READ, FILE, ROW, read_files_or_raise
-from deltalog.spark.read.scan import logical_columns, physical_field
+from deltalog.spark.read.common import FILE, ROW, read_files_or_raise
+from deltalog.spark.read.scan import logical_columns, physical_field, through_seam
 from deltalog.spark.read.seam_scan import changes_through_seam
 from deltalog.spark.schema import to_spark_schema
-from deltalog.spark.session import arrow_to_df, conf_get, ensure_no_listing_job
-from deltalog.spark.storage import jvm_reads
+from deltalog.spark.session import arrow_to_df, conf_get
 from deltalog.table_properties import parse_byte_size
 
 if TYPE_CHECKING:
@@ -90,15 +89,12 @@ def changes_to_df(spark: SparkSession, plan: ChangePlan, store: LogStore) -> Any
     out_schema = to_spark_schema(cdc_read_schema(schema))
     if plan.files.num_rows == 0:
         return spark.createDataFrame([], out_schema)
-    if not jvm_reads(spark, snapshot.table_root):  # an object store without its Hadoop jars
+    if through_seam(spark, snapshot):  # no Hadoop connector, or field ids on Spark Connect
         return changes_through_seam(spark, snapshot.table_root, plan.range.start, plan.range.end)
     mode = snapshot.column_mapping_mode
     partition_names = {c.lower() for c in snapshot.partition_columns}
     data_fields = [f for f in schema.fields if f.name.lower() not in partition_names]
     physical = StructType(tuple(physical_field(f, mode) for f in data_fields))
-    ensure_no_listing_job(spark)
-    if mode == "id":
-        spark.conf.set(FIELD_ID_READ, "true")
     is_cdc = plan.files["is_cdc"]
     data, cdc = plan.files.filter(pc.invert(is_cdc)), plan.files.filter(is_cdc)
     bulk, joined = _bulk_groups(plan, data)
@@ -147,7 +143,10 @@ def _scan(
     columns come from the directories under ``base_path`` when given."""
     root = plan.snapshot.table_root
     schema = to_spark_schema(physical)
-    df = read_files_or_raise(spark, schema, paths, root, store, base_path=base_path)
+    field_ids = plan.snapshot.column_mapping_mode == "id"
+    df = read_files_or_raise(
+        spark, schema, paths, root, store, base_path=base_path, field_ids=field_ids
+    )
     if joined:
         columns = [df["_metadata.file_path"].alias(FILE)]
         if row_index:

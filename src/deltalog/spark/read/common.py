@@ -20,7 +20,8 @@ from pyspark.sql import types as T
 
 from deltalog import errors
 from deltalog.scan.plan import FILE, ROW, local_paths, spark_file_uris
-from deltalog.spark.session import is_connect, reader
+from deltalog.spark.session import NO_LISTING_JOB, is_connect, reader
+from deltalog.spark.session_clone import adopt, clone_with
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -41,6 +42,8 @@ __all__ = [
     "read_parquet_files",
 ]
 
+# Column mapping mode ``id`` resolves parquet columns by field id. The parquet reader copies this
+# session setting into every read's Hadoop configuration, over any read option of that name.
 FIELD_ID_READ = "spark.sql.parquet.fieldId.read.enabled"
 
 # parquet-mr's row-group filters trust footers that pyarrow, delta-rs and deltalog's own older
@@ -66,14 +69,37 @@ def read_parquet_files(
     schema: StructType,
     paths: Sequence[str] | pa.Array,
     base_path: str | None = None,
+    *,
+    field_ids: bool = False,
 ) -> DataFrame:
     """Spark's parquet reader over exactly ``paths`` (partition columns from the directories
-    under ``base_path`` when given: ``schema`` then names them too); without parquet-mr's
-    row-group filters when ``schema`` has a floating column (:data:`NAN_SAFE_OPTIONS`).
+    under ``base_path`` when given: ``schema`` then names them too); with ``field_ids``,
+    columns are matched by the parquet field ids of ``schema`` (column mapping mode ``id``);
+    without parquet-mr's row-group filters when ``schema`` has a floating column
+    (:data:`NAN_SAFE_OPTIONS`).
 
-    On a classic session the list crosses py4j as one string split in the JVM: PySpark's own
-    conversion makes one gateway round trip per path (seconds for 10k files).
+    The user's session is left as it is. On a classic session the read is built in a clone of
+    it (:mod:`~deltalog.spark.session_clone`) where the paths are stat'ed on the driver
+    without a listing job, and field ids are read when asked; the list crosses py4j as one
+    string split in the JVM (PySpark's own conversion makes one gateway round trip per path:
+    seconds for 10k files). On Spark Connect, Spark lists more paths than the session's
+    ``spark.sql.sources.parallelPartitionDiscovery.threshold`` in a job at each execution, and
+    ``field_ids`` cannot be honoured: callers read such tables through the storage seam.
     """
+    settings = {**NO_LISTING_JOB, FIELD_ID_READ: "true"} if field_ids else NO_LISTING_JOB
+    clone = clone_with(spark, settings)
+    if clone is None:
+        assert not field_ids, "Spark Connect reads by field id through the storage seam"
+        return _read(spark, schema, paths, base_path)
+    return adopt(spark, _read(clone, schema, paths, base_path))
+
+
+def _read(
+    spark: SparkSession,
+    schema: StructType,
+    paths: Sequence[str] | pa.Array,
+    base_path: str | None,
+) -> DataFrame:
     read = reader(spark).schema(schema)
     if has_floating(schema):
         read = read.options(**NAN_SAFE_OPTIONS)
@@ -121,6 +147,7 @@ def read_files_or_raise(
     store: LogStore,
     *,
     base_path: str | None = None,
+    field_ids: bool = False,
 ) -> DataFrame:
     """:func:`read_parquet_files`, with a missing file reported as a typed error naming it.
 
@@ -131,7 +158,7 @@ def read_files_or_raise(
         InvalidTableError: a data file named in the log does not exist (DELTA_FILE_NOT_FOUND).
     """
     try:
-        return read_parquet_files(spark, schema, paths, base_path)
+        return read_parquet_files(spark, schema, paths, base_path, field_ids=field_ids)
     except Exception as e:
         listed = paths.to_pylist() if isinstance(paths, pa.Array) else paths
         missing = next((p for p in listed if not store.exists(p)), None)

@@ -29,9 +29,12 @@ from deltalog.spark.session import is_connect
 MIN_FILES = 256
 
 
-def listed_read(spark: Any, schema: Any, paths: pa.Array, base_path: str | None) -> Any | None:
+def listed_read(
+    spark: Any, schema: Any, paths: pa.Array, base_path: str | None, *, field_ids: bool = False
+) -> Any | None:
     """Spark's parquet reader over the directories of ``paths`` (local files), or ``None``
-    when that would not read exactly ``paths``."""
+    when that would not read exactly ``paths``; ``field_ids`` as for
+    :func:`~deltalog.spark.read.common.read_parquet_files`."""
     if len(paths) < MIN_FILES or is_connect(spark):
         return None
     files = paths.to_pylist()
@@ -42,7 +45,7 @@ def listed_read(spark: Any, schema: Any, paths: pa.Array, base_path: str | None)
         return None  # without a hive layout only one directory keeps the partitioning as is
     if _nested(directories) or _walk(directories) != set(files):
         return None
-    df = read_parquet_files(spark, schema, directories, base_path)
+    df = read_parquet_files(spark, schema, directories, base_path, field_ids=field_ids)
     return df if _lists_exactly(spark, df, paths) else None
 
 

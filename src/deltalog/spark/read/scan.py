@@ -1,7 +1,8 @@
 """Reading a snapshot's rows as a Spark DataFrame with Spark's own parquet reader.
 
 The file list comes from the snapshot, never from a directory listing; files are passed as
-decoded local paths (no listing job: the discovery threshold is raised), built from the
+decoded local paths (on a classic session without a listing job: see
+:func:`~deltalog.spark.read.common.read_parquet_files`), built from the
 snapshot's Arrow state and cached per snapshot (:mod:`deltalog.scan.plan`). What the
 parquet files do not hold comes from their paths or is joined in by file:
 
@@ -10,8 +11,9 @@ parquet files do not hold comes from their paths or is joined in by file:
   joined;
 * deleted rows: each file's deletion vector, as (file, row index) pairs, removed by an anti-join
   on ``_metadata.row_index``;
-* column mapping: data is read by physical name (``name``) or parquet field id (``id``) and
-  renamed to logical names (nested fields too) by a struct cast.
+* column mapping: data is read by physical name (``name``) or parquet field id (``id``; on
+  Spark Connect through the storage seam, :func:`through_seam`) and renamed to logical names
+  (nested fields too) by a struct cast.
 
 The join key is ``_metadata.file_path``, which Spark derives from the path through Hadoop's
 ``Path.toUri``; :func:`spark_file_uri` reproduces it.
@@ -39,12 +41,12 @@ from deltalog.schema import StructField, StructType, map_fields
 from deltalog.schema import (
     read_schema as visible_schema,
 )
-from deltalog.spark.read.common import FIELD_ID_READ, FILE, ROW, read_files_or_raise
+from deltalog.spark.read.common import FILE, ROW, read_files_or_raise
 from deltalog.spark.read.delta_read import DeltaRead, tag, tag_filtered
 from deltalog.spark.read.listed import listed_read
 from deltalog.spark.read.seam_scan import read_through_seam, seam_dataframe
 from deltalog.spark.schema import to_spark_schema
-from deltalog.spark.session import arrow_to_df, conf_get, ensure_no_listing_job
+from deltalog.spark.session import arrow_to_df, conf_get, is_connect
 from deltalog.spark.storage import jvm_reads, note_path
 
 if TYPE_CHECKING:
@@ -100,8 +102,9 @@ def scan_dataframe(
         InvalidTableError: a data file named in the log is missing.
         UnsupportedFeatureError: a file path Spark's file source cannot read as given.
     """
-    if not jvm_reads(spark, snapshot.table_root):  # an object store without its Hadoop jars
-        assert files is not None, "the storage seam's scan reads given files"
+    if through_seam(spark, snapshot):
+        if files is None:  # ``inputs`` alone: the whole snapshot's
+            files = snapshot.all_files_arrow()
         return seam_dataframe(spark, snapshot, files, row_ids=row_ids)
     note_path(snapshot.table_root, "scan", jvm=True)
     if inputs is None:
@@ -119,9 +122,7 @@ def scan_dataframe(
             )
         return empty
     check_readable(snapshot.table_root, inputs.paths)
-    ensure_no_listing_job(spark)
-    if mode == "id":
-        spark.conf.set(FIELD_ID_READ, "true")
+    field_ids = mode == "id"
     from_paths = inputs.base_path is not None
     read_fields = [
         physical_field(f, mode)
@@ -129,10 +130,16 @@ def scan_dataframe(
         if from_paths or f.name.lower() not in partition_names
     ]
     read_schema = to_spark_schema(StructType(tuple(read_fields)))
-    df = listed_read(spark, read_schema, inputs.paths, inputs.base_path)
+    df = listed_read(spark, read_schema, inputs.paths, inputs.base_path, field_ids=field_ids)
     if df is None:
         df = read_files_or_raise(
-            spark, read_schema, inputs.paths, snapshot.table_root, store, base_path=inputs.base_path
+            spark,
+            read_schema,
+            inputs.paths,
+            snapshot.table_root,
+            store,
+            base_path=inputs.base_path,
+            field_ids=field_ids,
         )
     # Only where needed: a relation with ``_metadata`` in its output reads every metadata
     # field, the row index included, whatever the query then keeps.
@@ -147,6 +154,17 @@ def scan_dataframe(
         df = df.join(F.broadcast(values), on=FILE, how="inner")
     extra = [df[FILE], df[ROW]] if row_ids else []
     return df.select(*logical_columns(df, schema, partition_names, mode), *extra)
+
+
+def through_seam(spark: Any, snapshot: Snapshot) -> bool:
+    """Whether ``snapshot``'s files are read in Python tasks through the storage seam rather
+    than by Spark's parquet reader: on an object store the session's JVM cannot reach (no
+    Hadoop connector), and under column mapping mode ``id`` on Spark Connect (Spark reads
+    parquet field ids only where the session says so, and a Connect session cannot say it
+    for one read without saying it for every query of the user's)."""
+    if not jvm_reads(spark, snapshot.table_root):
+        return True
+    return snapshot.column_mapping_mode == "id" and is_connect(spark)
 
 
 def logical_columns(df: Any, schema: StructType, partition_names: set[str], mode: str) -> list[Any]:

@@ -30,7 +30,8 @@ from deltalog.log.checkpoint_writer import WrittenSidecar, file_rows, write_side
 from deltalog.log.reader import checkpoint_sidecar_paths
 from deltalog.log.replay import InMemoryLogReplay
 from deltalog.spark.read.log_schema import FILE_LOG_SCHEMA, REPLAY_LOG_SCHEMA, log_schema
-from deltalog.spark.session import conf_get, ensure_no_listing_job, reader, to_arrow
+from deltalog.spark.session import NO_LISTING_JOB, conf_get, reader, to_arrow
+from deltalog.spark.session_clone import adopt, clone_with
 from deltalog.spark.storage import register_session
 from deltalog.storage import store_for
 
@@ -156,8 +157,18 @@ def reconstruct(
 
 def load_actions(spark: SparkSession, segment: LogSegment, sidecars: list[str]) -> Any:
     """Checkpoint rows (with ``sidecars``) and commit rows of ``segment`` as one DataFrame with a
-    version column."""
-    ensure_no_listing_job(spark)
+    version column.
+
+    On a classic session the files are read in a clone of it that lists no paths in a job
+    (:func:`~deltalog.spark.read.common.read_parquet_files`); on Spark Connect, more commits
+    than the session's discovery threshold are listed in a job."""
+    clone = clone_with(spark, NO_LISTING_JOB)
+    if clone is None:
+        return _load_actions(spark, segment, sidecars)
+    return adopt(spark, _load_actions(clone, segment, sidecars))
+
+
+def _load_actions(spark: SparkSession, segment: LogSegment, sidecars: list[str]) -> Any:
     frames = []
     if segment.checkpoint is not None:
         cp = segment.checkpoint

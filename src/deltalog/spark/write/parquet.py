@@ -6,8 +6,12 @@ of this write and no other are known; each file is then moved to its place in th
 its ``add`` action is built on the driver from its path (partition values), its size and its
 parquet footer (statistics: :meth:`deltalog.write.stats.StatsCollector.update_from_footer`).
 
-Timestamps are written as INT64 microseconds (Spark's default INT96 has no statistics), without
-Hadoop's ``.crc`` side files or ``_SUCCESS``. A crashed write leaves only the staging folder,
+Timestamps are written as INT64 microseconds (Spark's default INT96 has no statistics, and the
+``add`` statistics come from the footers), without Hadoop's ``.crc`` side files or ``_SUCCESS``.
+The timestamp type is a write option from Spark 4.2 (SPARK-56414); before, Spark takes it from
+the session, so a classic session writes from a clone of itself
+(:mod:`~deltalog.spark.session_clone`) and Spark Connect leaves tables with timestamps to the
+Python writer: the user's session never changes. A crashed write leaves only the staging folder,
 which no commit names (VACUUM removes it once it is older than the retention period).
 
 Used when the table has no column mapping (Spark cannot write field ids into nested columns
@@ -29,14 +33,10 @@ from deltalog.actions import AddFile
 from deltalog.commands.write.identity import IdentityColumn
 from deltalog.commands.write.write_into_delta import WritePlan
 from deltalog.partition_values import parse_partition_value
-from deltalog.schema import PrimitiveType, StructField, StructType
+from deltalog.schema import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType
 from deltalog.spark.schema import to_spark_schema
-from deltalog.spark.session import (
-    RAW_LOCAL_FS_OPTIONS,
-    conf_get,
-    session_conf,
-    session_time_zone,
-)
+from deltalog.spark.session import RAW_LOCAL_FS_OPTIONS, conf_get, is_connect, session_time_zone
+from deltalog.spark.session_clone import adopt, clone_with, spark_version
 from deltalog.spark.storage import jvm_reads
 from deltalog.storage import is_remote, store_for
 from deltalog.storage.base import LogStore
@@ -50,6 +50,8 @@ from deltalog.write.stats import StatsCollector
 
 STAGING_PREFIX = "deltalog-staging-"
 _TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
+_MICROS = "TIMESTAMP_MICROS"
+_TIMESTAMP_OPTION_SINCE = (4, 2)  # the first Spark whose parquet writer takes it as an option
 WRITER_CONF = "spark.deltalog.writer"  # auto (default), spark or python: which writer to use
 
 
@@ -58,7 +60,26 @@ def can_write(spark: SparkSession, plan: WritePlan) -> bool:
     choice = conf_get(spark, WRITER_CONF, "auto").lower()
     if choice == "python" or not jvm_reads(spark, plan.layout.table_root):
         return False
+    if is_connect(spark) and _session_timestamp_type(spark, plan.layout.schema):
+        return False  # no session of the write's own to set the timestamp type in
     return plan.layout.column_mapping_mode == "none"
+
+
+def _session_timestamp_type(spark: Any, schema: StructType) -> bool:
+    """Whether a write of ``schema`` needs the session's ``outputTimestampType`` (Spark before
+    4.2 ignores the write option; only timestamp columns care)."""
+    return spark_version(spark) < _TIMESTAMP_OPTION_SINCE and _has_timestamp(schema)
+
+
+def _has_timestamp(t: DataType) -> bool:
+    """Whether ``t`` is or holds a ``timestamp`` (``timestamp_ntz`` is always INT64)."""
+    if isinstance(t, StructType):
+        return any(_has_timestamp(f.type) for f in t.fields)
+    if isinstance(t, ArrayType):
+        return _has_timestamp(t.element_type)
+    if isinstance(t, MapType):
+        return _has_timestamp(t.key_type) or _has_timestamp(t.value_type)
+    return isinstance(t, PrimitiveType) and t.name == "timestamp"
 
 
 def write_files(
@@ -70,9 +91,13 @@ def write_files(
     spark = df.sparkSession
     store = store_for(layout.table_root)
     staging = f"{layout.table_root}/{STAGING_PREFIX}{uuid.uuid4().hex}"
+    frame = _aligned(df, layout.schema)
+    if _session_timestamp_type(spark, layout.schema):
+        clone = clone_with(spark, {_TIMESTAMP_TYPE: _MICROS})
+        assert clone is not None, "can_write leaves this case to the Python writer on Connect"
+        frame = adopt(clone, frame)
     try:
-        with session_conf(spark, _TIMESTAMP_TYPE, "TIMESTAMP_MICROS"):
-            _writer(_aligned(df, layout.schema), plan).parquet(staging)
+        _writer(frame, plan).parquet(staging)
         files = _move_into_table(store, staging, layout.table_root)
     finally:
         store.delete_directory(staging)
@@ -116,6 +141,7 @@ def _writer(df: Any, plan: WritePlan) -> Any:
         .options(**RAW_LOCAL_FS_OPTIONS)
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .option("compression", layout.compression)
+        .option(_TIMESTAMP_TYPE, _MICROS)
     )
     if layout.partition_columns:
         writer = writer.partitionBy(*layout.partition_columns)
