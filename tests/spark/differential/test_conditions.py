@@ -56,7 +56,10 @@ def tables(spark: Any, fmt: str, tmp_path_factory: pytest.TempPathFactory) -> di
 @pytest.fixture(scope="module")
 def plain(spark: Any) -> dict[str, Any]:
     """Each layout's rows as a plain DataFrame (classic session): the oracle's input."""
-    return {layout: oracle.plain_rows(spark, layout) for layout in oracle.LAYOUTS}
+    return {
+        "session": spark,
+        **{layout: oracle.plain_rows(spark, layout) for layout in oracle.LAYOUTS},
+    }
 
 
 _ANSWERS: dict[tuple[int, str], dict[str, Answer]] = {}
@@ -69,9 +72,10 @@ def conditions_and_answers(
     ``layout`` (computed once)."""
     texts = grammar.conditions(seed, max(n, oracle.READ_CASES, oracle.CASES))[:n]
     known = _ANSWERS.setdefault((seed, layout), {})
+    spark = plain["session"]
     missing = [t for t in texts if t not in known]
     if missing:
-        known.update(oracle.spark_answers(plain[layout], missing))
+        known.update(oracle.spark_answers(spark, plain[layout], layout, missing))
     return [(t, known[t]) for t in texts]
 
 
