@@ -34,12 +34,9 @@ _INF, _NAN = float("inf"), float("nan")
 _UTC = dt.UTC
 _LONG = "x" * 32 + "y"  # longer than the 32 characters of string statistics
 _LONGER = "x" * 40
-# The earliest timestamp of the rows. Year 0001 belongs here (Spark's range starts there), but a
-# timestamp partition value before year 1000 makes the partitioned layout unreadable today
-# (written unpadded, ``1-01-01T00:00:00.000000Z``), which would hide every other difference of
-# that layout: test_conditions.test_timestamp_partition_values_before_year_1000 checks it alone.
-# Set it back to 0001-01-01 once that passes.
-FAR_PAST = "1000-01-01 00:00:00"
+# The earliest timestamp of the rows: where Spark's range starts (as a partition value it was
+# once written unpadded, ``1-01-01T00:00:00.000000Z``, and made the table unreadable).
+FAR_PAST = "0001-01-01 00:00:00"
 
 COLUMNS: tuple[Column, ...] = (
     Column("by", "tinyint", "int", (-128, 127, 0, -1, 42, None)),
