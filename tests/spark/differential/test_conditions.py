@@ -266,68 +266,25 @@ def _python_delete(path: str, text: str) -> Any:
     return deltalog.delete(path, text)
 
 
+Runner = Callable[[str, str], Any]
+
+# Each command: its runner (from the session and the format), how its result reads in Spark's
+# terms, and the refusal it may give instead of an answer.
+COMMANDS: dict[
+    str, tuple[Callable[[Any, str], Runner], Callable[[oracle.Mutation], Answer], str | None]
+] = {
+    "DeltaTable.delete": (lambda spark, _: _delete(spark), oracle.removal_answer, None),
+    "DeltaTable.update": (lambda spark, _: _update(spark), oracle.marking_answer, None),
+    "MERGE ON": (lambda spark, _: _merge(spark), oracle.marking_answer, None),
+    "replaceWhere": (_replace_where, oracle.removal_answer, None),
+    "deltalog.delete": (lambda *_: _python_delete, oracle.removal_answer, oracle.UNSUPPORTED),
+}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
 @pytest.mark.parametrize("layout", oracle.LAYOUTS)
 @pytest.mark.parametrize("seed", SEEDS)
-def test_delete(
-    spark: Any,
-    plain: dict[str, Any],
-    tables: dict[str, Path],
-    tmp_path: Path,
-    seed: int,
-    layout: str,
-) -> None:
-    check_command(
-        plain,
-        tables,
-        tmp_path,
-        seed,
-        "DeltaTable.delete",
-        layout,
-        _delete(spark),
-        oracle.removal_answer,
-    )
-
-
-@pytest.mark.parametrize("layout", oracle.LAYOUTS)
-@pytest.mark.parametrize("seed", SEEDS)
-def test_update(
-    spark: Any,
-    plain: dict[str, Any],
-    tables: dict[str, Path],
-    tmp_path: Path,
-    seed: int,
-    layout: str,
-) -> None:
-    check_command(
-        plain,
-        tables,
-        tmp_path,
-        seed,
-        "DeltaTable.update",
-        layout,
-        _update(spark),
-        oracle.marking_answer,
-    )
-
-
-@pytest.mark.parametrize("layout", oracle.LAYOUTS)
-@pytest.mark.parametrize("seed", SEEDS)
-def test_merge(
-    spark: Any,
-    plain: dict[str, Any],
-    tables: dict[str, Path],
-    tmp_path: Path,
-    seed: int,
-    layout: str,
-) -> None:
-    check_command(
-        plain, tables, tmp_path, seed, "MERGE ON", layout, _merge(spark), oracle.marking_answer
-    )
-
-
-@pytest.mark.parametrize("layout", oracle.LAYOUTS)
-@pytest.mark.parametrize("seed", SEEDS)
-def test_replace_where(
+def test_command(
     spark: Any,
     fmt: str,
     plain: dict[str, Any],
@@ -335,41 +292,11 @@ def test_replace_where(
     tmp_path: Path,
     seed: int,
     layout: str,
+    command: str,
 ) -> None:
-    check_command(
-        plain,
-        tables,
-        tmp_path,
-        seed,
-        "replaceWhere",
-        layout,
-        _replace_where(spark, fmt),
-        oracle.removal_answer,
-    )
-
-
-@pytest.mark.parametrize("layout", oracle.LAYOUTS)
-@pytest.mark.parametrize("seed", SEEDS)
-def test_python_delete(
-    spark: Any,
-    fmt: str,
-    plain: dict[str, Any],
-    tables: dict[str, Path],
-    tmp_path: Path,
-    seed: int,
-    layout: str,
-) -> None:
-    check_command(
-        plain,
-        tables,
-        tmp_path,
-        seed,
-        "deltalog.delete",
-        layout,
-        _python_delete,
-        oracle.removal_answer,
-        refusal=oracle.UNSUPPORTED,
-    )
+    runner, answer, refusal = COMMANDS[command]
+    run = runner(spark, fmt)
+    check_command(plain, tables, tmp_path, seed, command, layout, run, answer, refusal=refusal)
 
 
 # -- Spark Connect: reads, DELETE and replaceWhere ------------------------------------------------

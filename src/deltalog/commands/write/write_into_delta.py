@@ -38,7 +38,6 @@ from deltalog.actions import (
 from deltalog.commands.write.identity import with_high_water_marks
 from deltalog.commands.write.rewrite import rewrite_without
 from deltalog.features import check_write_supported, is_feature_supported
-from deltalog.partition_values import typed_partition_values
 from deltalog.scan.predicate import (
     Opaque,
     Predicate,
@@ -47,7 +46,7 @@ from deltalog.scan.predicate import (
     has_opaque,
     parse_predicate,
 )
-from deltalog.scan.row_filter import partition_matches
+from deltalog.scan.row_filter import partition_matches, typed_partitions
 from deltalog.schema import (
     PrimitiveType,
     StructField,
@@ -67,6 +66,7 @@ from deltalog.write.schema_evolution import (
 
 if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
+    from deltalog.log.snapshot import Snapshot
     from deltalog.txn.transaction import Transaction
 
 MODES = ("append", "overwrite", "errorifexists", "error", "ignore", "default")
@@ -497,11 +497,11 @@ def _replaced_files(plan: WritePlan, adds: Sequence[AddFile]) -> list[RemoveFile
         return []
     now = int(time.time() * 1000)
     if _is_dynamic(txn, options):
-        written = set(_partition_keys(plan, [dict(a.partition_values) for a in adds]))
+        written = set(_partition_keys(txn.snapshot, [dict(a.partition_values) for a in adds]))
         files = txn.filter_files(None) if written else _no_files()
         raw = [dict(pv or []) for pv in files.column("partitionValues").to_pylist()]
         rows = files.to_pylist()
-        keys = _partition_keys(plan, raw)
+        keys = _partition_keys(txn.snapshot, raw)
         return [remove_action(r, now) for r, k in zip(rows, keys, strict=True) if k in written]
     if plan.replace_predicate is not None:
         # Only the files whose partition values match: data-column conditions are handled by
@@ -535,21 +535,15 @@ def _partition_only(plan: WritePlan) -> bool:
 
 
 def _partition_keys(
-    plan: WritePlan, raw: Sequence[Mapping[str, str | None]]
+    snapshot: Snapshot, raw: Sequence[Mapping[str, str | None]]
 ) -> list[tuple[Any, ...]]:
     """Per file, its partition as typed values: partitions are the same when Spark's ``<=>``
     says so (``1.5`` and ``1.50``, ``-0.0`` and ``0.0``, two NaNs, two NULLs), however each
     writer serialized them."""
-    layout = plan.layout
-    typed = typed_partition_values(
-        layout.schema,
-        layout.partition_columns,
-        raw,
-        column_mapping=layout.column_mapping_mode != "none",
-        table_root=layout.table_root,
-    )
-    columns = [[_comparable(v) for v in array.to_pylist()] for array in typed.values()]
-    return list(zip(*columns, strict=True)) if columns else [() for _ in raw]
+    pairs = pa.array([list(r.items()) for r in raw], pa.map_(pa.string(), pa.string()))
+    typed = typed_partitions(snapshot, pa.table({"partitionValues": pairs}))
+    columns = [[_comparable(v) for v in column.to_pylist()] for column in typed.columns]
+    return list(zip(*columns, strict=True))
 
 
 def _comparable(value: Any) -> Any:
