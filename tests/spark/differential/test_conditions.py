@@ -42,7 +42,14 @@ SEEDS = oracle.SEEDS
 @pytest.fixture(scope="module")
 def fmt(spark: Any) -> Iterator[str]:
     # Spark logs every error a condition raises (with its stack); they are expected here.
-    quiet = logging.getLogger("SQLQueryContextLogger")
+    # PySpark's own logger class: a plain Logger made first under that name would be the one
+    # PySpark gets later, and its error path passes it keywords only PySparkLogger takes.
+    try:
+        from pyspark.logger import PySparkLogger
+
+        quiet = PySparkLogger.getLogger("SQLQueryContextLogger")
+    except ImportError:  # PySpark 3.5 has no such logger
+        quiet = logging.getLogger("SQLQueryContextLogger")
     level, quiet.level = quiet.level, logging.CRITICAL
     yield deltalog.register(spark)
     quiet.setLevel(level)

@@ -9,7 +9,9 @@ parquet footer (statistics: :meth:`deltalog.write.stats.StatsCollector.update_fr
 Timestamps are written as INT64 microseconds (Spark's default INT96 has no statistics, and the
 ``add`` statistics come from the footers), without Hadoop's ``.crc`` side files or ``_SUCCESS``.
 The timestamp type is a write option from Spark 4.2 (SPARK-56414); before, Spark takes it from
-the session, so a classic session writes from a clone of itself
+the session, as it takes the calendar of dates and timestamps (proleptic Gregorian, which Spark
+before 4.0 refuses to write for ancient values by default), so a classic session writes from a
+clone of itself
 (:mod:`~deltalog.spark.session_clone`) and Spark Connect leaves tables with timestamps to the
 Python writer: the user's session never changes. A crashed write leaves only the staging folder,
 which no commit names (VACUUM removes it once it is older than the retention period).
@@ -52,6 +54,11 @@ STAGING_PREFIX = "deltalog-staging-"
 _TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
 _MICROS = "TIMESTAMP_MICROS"
 _TIMESTAMP_OPTION_SINCE = (4, 2)  # the first Spark whose parquet writer takes it as an option
+# Dates and timestamps are written in the proleptic Gregorian calendar, as Delta's readers
+# expect. Spark before 4.0 refuses ancient values by default (EXCEPTION), and LEGACY would
+# rebase them to the hybrid Julian calendar; neither is a write option.
+_REBASE = "spark.sql.parquet.datetimeRebaseModeInWrite"
+_CORRECTED = "CORRECTED"
 WRITER_CONF = "spark.deltalog.writer"  # auto (default), spark or python: which writer to use
 
 
@@ -60,26 +67,33 @@ def can_write(spark: SparkSession, plan: WritePlan) -> bool:
     choice = conf_get(spark, WRITER_CONF, "auto").lower()
     if choice == "python" or not jvm_reads(spark, plan.layout.table_root):
         return False
-    if is_connect(spark) and _session_timestamp_type(spark, plan.layout.schema):
-        return False  # no session of the write's own to set the timestamp type in
+    if is_connect(spark) and _session_settings(spark, plan.layout.schema):
+        return False  # no session of the write's own to give the settings to
     return plan.layout.column_mapping_mode == "none"
 
 
-def _session_timestamp_type(spark: Any, schema: StructType) -> bool:
-    """Whether a write of ``schema`` needs the session's ``outputTimestampType`` (Spark before
-    4.2 ignores the write option; only timestamp columns care)."""
-    return spark_version(spark) < _TIMESTAMP_OPTION_SINCE and _has_timestamp(schema)
+def _session_settings(spark: Any, schema: StructType) -> dict[str, str]:
+    """The session settings a write of ``schema`` needs and the user's session lacks: the
+    timestamp type (Spark before 4.2 ignores the write option; only timestamp columns care)
+    and the proleptic Gregorian calendar for dates and timestamps."""
+    settings = {}
+    if spark_version(spark) < _TIMESTAMP_OPTION_SINCE and _holds(schema, {"timestamp"}):
+        settings[_TIMESTAMP_TYPE] = _MICROS
+    calendar = conf_get(spark, _REBASE, _CORRECTED).upper()
+    if calendar != _CORRECTED and _holds(schema, {"date", "timestamp"}):
+        settings[_REBASE] = _CORRECTED
+    return settings
 
 
-def _has_timestamp(t: DataType) -> bool:
-    """Whether ``t`` is or holds a ``timestamp`` (``timestamp_ntz`` is always INT64)."""
+def _holds(t: DataType, names: set[str]) -> bool:
+    """Whether ``t`` is or holds a primitive type named in ``names``."""
     if isinstance(t, StructType):
-        return any(_has_timestamp(f.type) for f in t.fields)
+        return any(_holds(f.type, names) for f in t.fields)
     if isinstance(t, ArrayType):
-        return _has_timestamp(t.element_type)
+        return _holds(t.element_type, names)
     if isinstance(t, MapType):
-        return _has_timestamp(t.key_type) or _has_timestamp(t.value_type)
-    return isinstance(t, PrimitiveType) and t.name == "timestamp"
+        return _holds(t.key_type, names) or _holds(t.value_type, names)
+    return isinstance(t, PrimitiveType) and t.name in names
 
 
 def write_files(
@@ -92,8 +106,9 @@ def write_files(
     store = store_for(layout.table_root)
     staging = f"{layout.table_root}/{STAGING_PREFIX}{uuid.uuid4().hex}"
     frame = _aligned(df, layout.schema)
-    if _session_timestamp_type(spark, layout.schema):
-        clone = clone_with(spark, {_TIMESTAMP_TYPE: _MICROS})
+    settings = _session_settings(spark, layout.schema)
+    if settings:
+        clone = clone_with(spark, settings)
         assert clone is not None, "can_write leaves this case to the Python writer on Connect"
         frame = adopt(clone, frame)
     try:
