@@ -122,9 +122,15 @@ RAW_LOCAL_FS_OPTIONS = {
 }
 
 
+# Delta's data files hold dates and timestamps in the proleptic Gregorian calendar, whoever wrote
+# them. Spark before 4.0 refuses to read ancient values from files without Spark's footer metadata
+# (pyarrow's, delta-rs's) unless told so; these read options say it for that read only.
+CALENDAR_OPTIONS = {"datetimeRebaseMode": "CORRECTED", "int96RebaseMode": "CORRECTED"}
+
+
 def reader(spark: Any) -> Any:
     """``spark.read`` with the options every deltalog file read uses."""
-    return spark.read.options(**RAW_LOCAL_FS_OPTIONS)
+    return spark.read.options(**RAW_LOCAL_FS_OPTIONS, **CALENDAR_OPTIONS)
 
 
 def get_or_create_session(master: str | None = None) -> Any:

@@ -79,10 +79,18 @@ def _session_settings(spark: Any, schema: StructType) -> dict[str, str]:
     settings = {}
     if spark_version(spark) < _TIMESTAMP_OPTION_SINCE and _holds(schema, {"timestamp"}):
         settings[_TIMESTAMP_TYPE] = _MICROS
-    calendar = conf_get(spark, _REBASE, _CORRECTED).upper()
-    if calendar != _CORRECTED and _holds(schema, {"date", "timestamp"}):
+    if _calendar(spark) != _CORRECTED and _holds(schema, {"date", "timestamp"}):
         settings[_REBASE] = _CORRECTED
     return settings
+
+
+def _calendar(spark: Any) -> str:
+    """The session's effective ``datetimeRebaseModeInWrite``: Spark's default when unset
+    (``EXCEPTION`` before 4.0, ``CORRECTED`` since), which ``conf.get(key, default)`` hides."""
+    try:
+        return str(spark.conf.get(_REBASE)).upper()
+    except Exception:  # an old Connect server may refuse the key: its version's default
+        return "EXCEPTION" if spark_version(spark) < (4, 0) else _CORRECTED
 
 
 def _holds(t: DataType, names: set[str]) -> bool:
