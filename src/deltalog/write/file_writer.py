@@ -41,6 +41,7 @@ from deltalog.schema import (
 )
 from deltalog.storage.base import LogStore
 from deltalog.table_properties import TableProperties
+from deltalog.write.parquet_leaves import non_floating_leaves
 from deltalog.write.partitioning import (
     directory_value,
     encode_log_path,
@@ -175,12 +176,9 @@ class _OpenFile:
                 # INT64 micros with isAdjustedToUTC (timestamp) or without (timestamp_ntz).
                 use_deprecated_int96_timestamps=False,
                 coerce_timestamps="us",
-                # Floating columns get neither dictionaries nor footer min/max: parquet-mr
-                # (Spark's reader) trusts both to skip row groups, and pyarrow's ignore NaN
-                # (Spark's greatest value) and keep -0.0 apart from 0.0. Delta's own JSON
-                # statistics come from the rows (write/stats.py), not from the footer.
-                use_dictionary=_dictionary_columns(schema),
-                write_statistics=_statistics_columns(schema),
+                # Floating leaves: no dictionary, no footer min/max (parquet_leaves says why).
+                use_dictionary=non_floating_leaves(schema),
+                write_statistics=non_floating_leaves(schema),
             )
         except BaseException as e:
             self._stack.__exit__(type(e), e, e.__traceback__)
@@ -218,39 +216,6 @@ class _OpenFile:
         failure = RuntimeError("data file write aborted")
         with contextlib.suppress(Exception):
             self._stack.__exit__(RuntimeError, failure, None)
-
-
-def _leaf_paths(schema: pa.Schema) -> list[tuple[str, bool]]:
-    """Each parquet leaf column's dotted path (as pyarrow names it: ``list.element``,
-    ``key_value.key``) and whether it is floating."""
-    out: list[tuple[str, bool]] = []
-
-    def walk(prefix: str, t: pa.DataType) -> None:
-        if pa.types.is_struct(t):
-            for i in range(t.num_fields):
-                walk(f"{prefix}.{t.field(i).name}", t.field(i).type)
-        elif pa.types.is_map(t):
-            walk(f"{prefix}.key_value.key", t.key_type)
-            walk(f"{prefix}.key_value.value", t.item_type)
-        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-            walk(f"{prefix}.list.element", t.value_type)
-        else:
-            out.append((prefix, pa.types.is_floating(t)))
-
-    for f in schema:
-        walk(f.name, f.type)
-    return out
-
-
-def _dictionary_columns(schema: pa.Schema) -> bool | list[str]:
-    """pyarrow's ``use_dictionary``: every leaf but the floating ones."""
-    leaves = _leaf_paths(schema)
-    return True if not any(f for _, f in leaves) else [p for p, f in leaves if not f]
-
-
-def _statistics_columns(schema: pa.Schema) -> bool | list[str]:
-    """pyarrow's ``write_statistics``: every leaf but the floating ones."""
-    return _dictionary_columns(schema)
 
 
 @dataclass(slots=True)

@@ -1,0 +1,40 @@
+"""Which parquet leaf columns of a data file get dictionaries and footer statistics.
+
+Floating leaves get neither: parquet-mr (Spark's reader) trusts both to skip row groups, and
+pyarrow's ignore NaN (Spark's greatest value) and keep -0.0 apart from 0.0, so a JVM reader of
+our files would drop rows Spark's filter selects. Delta's own JSON statistics come from the rows
+(:mod:`deltalog.write.stats`), not from the footer.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+
+def leaf_paths(schema: pa.Schema) -> list[tuple[str, bool]]:
+    """Each parquet leaf column's dotted path (as pyarrow names it: ``list.element``,
+    ``key_value.key``) and whether it is floating."""
+    out: list[tuple[str, bool]] = []
+
+    def walk(prefix: str, t: pa.DataType) -> None:
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(f"{prefix}.{t.field(i).name}", t.field(i).type)
+        elif pa.types.is_map(t):
+            walk(f"{prefix}.key_value.key", t.key_type)
+            walk(f"{prefix}.key_value.value", t.item_type)
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            walk(f"{prefix}.list.element", t.value_type)
+        else:
+            out.append((prefix, pa.types.is_floating(t)))
+
+    for f in schema:
+        walk(f.name, f.type)
+    return out
+
+
+def non_floating_leaves(schema: pa.Schema) -> bool | list[str]:
+    """pyarrow's ``use_dictionary`` / ``write_statistics`` value: every leaf but the floating
+    ones (``True`` when there is none)."""
+    leaves = leaf_paths(schema)
+    return True if not any(f for _, f in leaves) else [p for p, f in leaves if not f]
