@@ -72,6 +72,10 @@ class DeletionVectorDescriptor:
         descriptor: DeletionVectorDescriptor = _from_dict(cls, value)
         return descriptor
 
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON object (wire names), the inverse of :meth:`from_dict`."""
+        return _to_dict(self)
+
     @property
     def unique_id(self) -> str:
         """``storageType + pathOrInlineDv`` (+ ``@offset``): the DV part of a file's replay key."""

@@ -258,33 +258,34 @@ def test_update_keeps_table_rules(spark: Any, delta: str, tmp_path: Path) -> Non
     assert _rows(spark, path) == [(1, 1, 2), (2, 5, 10)]
 
 
-def test_merge_row_keys_find_repeats_and_keep_one_row_per_target_row() -> None:
-    # The same row index in two files is two target rows; the same file and index twice is
-    # one target row matched twice (kept once, with the lowest clause).
-    from deltalog.spark.commands.merge import (
-        ACTION,
-        SOURCE_ID,
-        _first_per_row,
-        _has_repeats,
-        _row_keys,
-    )
+def test_mark_task_counts_first_clause_per_target_row_and_finds_repeats(tmp_path: Path) -> None:
+    # One task's rows of two files (file number, row index, clause): the same row index in
+    # two files is two target rows; the same file and index twice is one target row matched
+    # twice (counted once, for its lowest clause). Copy-on-write: nothing is written.
+    from deltalog.spark.commands.vector_job import MarkSpec, MarkTask, TaskFile
+    from deltalog.storage.options import StorageOptions
 
-    rows = pa.table(
-        {
-            "__deltalog_file": ["file:/a", "file:/b", "file:/a", "file:/b"],
-            "__deltalog_row": pa.array([7, 7, 8, 2**39], pa.int64()),
-            ACTION: pa.array([1, 0, 1, 0], pa.int32()),
-            SOURCE_ID: pa.array([10, 11, 12, 13], pa.int64()),
-        }
-    )
-    assert not _has_repeats(_row_keys(rows))
-    assert _first_per_row(rows) is rows
-    twice = pa.concat_tables(
-        [rows, rows.slice(0, 1).set_column(2, ACTION, pa.array([0], pa.int32()))]
-    )
-    assert _has_repeats(_row_keys(twice))
-    kept = _first_per_row(twice).sort_by(
-        [("__deltalog_file", "ascending"), ("__deltalog_row", "ascending")]
-    )
-    assert kept.column(ACTION).to_pylist() == [0, 1, 0, 0]
-    assert kept.num_rows == 4
+    files = [TaskFile("a.parquet", None, 10), TaskFile("b.parquet", None, 2**40)]
+
+    def run(numbers: list[int], rows: list[int], actions: list[int]) -> dict[int, Any]:
+        batch = pa.RecordBatch.from_arrays(
+            [
+                pa.array(numbers, pa.int32()),
+                pa.array(rows, pa.int64()),
+                pa.array(actions, pa.int32()),
+            ],
+            ["n", "r", "a"],
+        )
+        spec = MarkSpec(action="a", marked=(0,), checked=(0, 1), write=False)
+        task = MarkTask(str(tmp_path), StorageOptions(), files, spec, 0)
+        out = pa.Table.from_batches(list(task(iter([batch]))))
+        return {r["number"]: r for r in out.to_pylist()}
+
+    once = run([0, 1, 0, 1], [7, 7, 8, 2**39], [1, 0, 1, 0])
+    assert {n: (json.loads(r["counts"]), r["repeats"]) for n, r in once.items()} == {
+        0: ({"1": 2}, False),
+        1: ({"0": 2}, False),
+    }
+    twice = run([0, 1, 0, 1, 0], [7, 7, 8, 2**39, 7], [1, 0, 1, 0, 0])
+    assert json.loads(twice[0]["counts"]) == {"0": 1, "1": 1}
+    assert twice[0]["repeats"] and not twice[1]["repeats"]

@@ -84,12 +84,20 @@ def remove_files(files: pa.Table, now: int | None = None) -> list[RemoveFile]:
 
 def physical_records(row: Mapping[str, Any], store: LogStore, table_root: str) -> int:
     """The rows physically in a file: ``numRecords`` from its stats, else its parquet footer."""
-    stats = row.get("stats")
-    if stats:
-        n = json.loads(stats).get("numRecords")
-        if n is not None:
-            return int(n)
-    data = store.read(resolve(table_root, row["path"]))
+    n = stats_records(row.get("stats"))
+    return n if n is not None else footer_records(row["path"], store, table_root)
+
+
+def stats_records(stats: str | None) -> int | None:
+    """``numRecords`` of a file's stats JSON (``None`` without it)."""
+    n = json.loads(stats).get("numRecords") if stats else None
+    return None if n is None else int(n)
+
+
+def footer_records(path: str, store: LogStore, table_root: str) -> int:
+    """The rows of the data file ``path`` (relative to ``table_root``, or absolute), from
+    its parquet footer."""
+    data = store.read(resolve(table_root, path))
     return int(pq.read_metadata(pa.BufferReader(data)).num_rows)
 
 
@@ -113,6 +121,95 @@ class DeletionVectorUpdate:
     deleted_rows: int  # rows newly deleted by this command
 
 
+@dataclass(frozen=True, slots=True)
+class MarkedRows:
+    """One file's rows newly marked deleted, merged with its old vector (wherever the merge
+    ran: on the driver, or in the Spark task that wrote the vector).
+
+    Attributes:
+        descriptor: the merged vector's descriptor; ``None`` when no row is left (the file is
+            removed).
+        deleted_rows: rows newly deleted by this command.
+        old_cardinality: rows the file's old vector deleted (0 without one).
+        physical_rows: rows physically in the file.
+        again: rows to delete that the old vector deleted already (the engine read deleted
+            rows: nothing was written, and :func:`vector_update` refuses it).
+    """
+
+    descriptor: DeletionVectorDescriptor | None
+    deleted_rows: int
+    old_cardinality: int
+    physical_rows: int
+    again: int = 0
+
+
+def merge_marks(
+    path: str,
+    old_dv: dict[str, Any] | None,
+    num_records: int | None,
+    new_rows: np.ndarray,
+    *,
+    store: LogStore,
+    table_root: str,
+    write_vector: Callable[[np.ndarray], DeletionVectorDescriptor],
+) -> MarkedRows:
+    """Merge ``new_rows`` (physical row indexes) into the file ``path``'s old vector
+    (``old_dv``, a descriptor's dict) and write the result with ``write_vector``, unless
+    every row is then deleted. ``num_records``: the file's physical rows from its stats
+    (``None``: read from its parquet footer). Rows the old vector deleted already are
+    counted in :attr:`MarkedRows.again`, and nothing is written then.
+    """
+    new_rows = sorted_unique(np.asarray(new_rows, dtype=np.uint64))
+    old = (
+        read_deletion_vector(store, table_root, DeletionVectorDescriptor.from_dict(old_dv))
+        if old_dv
+        else np.empty(0, dtype=np.uint64)
+    )
+    again = len(np.intersect1d(old, new_rows, assume_unique=True))
+    if again:
+        return MarkedRows(None, len(new_rows), len(old), -1, again)
+    merged = sorted_unique(np.concatenate((old, new_rows))) if len(old) else new_rows
+    total = num_records if num_records is not None else footer_records(path, store, table_root)
+    descriptor = None if len(merged) >= total else write_vector(merged)
+    return MarkedRows(descriptor, len(new_rows), len(old), total)
+
+
+def vector_update(
+    row: Mapping[str, Any], marked: MarkedRows, now: int, table_root: str
+) -> DeletionVectorUpdate:
+    """The ``remove``/``add`` pair that gives the live file ``row`` its merged vector (wide
+    stats), or its ``remove`` alone when ``marked`` left no row.
+
+    Raises:
+        InternalError: a row to delete was already deleted (the engine read a deleted row).
+    """
+    if marked.again:
+        raise errors.deletion_vector_size_mismatch(
+            table_root, row["path"], marked.old_cardinality, marked.again
+        )
+    had_dv = bool(row.get("deletionVector"))
+    remove = remove_action(row, now)
+    if marked.descriptor is None:
+        return DeletionVectorUpdate(
+            remove, None, "removed" if had_dv else "none", marked.deleted_rows
+        )
+    add = AddFile(
+        path=row["path"],
+        partition_values=dict(row.get("partitionValues") or []),
+        size=row["size"],
+        modification_time=row["modificationTime"],
+        data_change=True,
+        stats=stats_with_dv(row.get("stats"), old_cardinality=marked.old_cardinality)
+        or json.dumps({"numRecords": marked.physical_rows, "tightBounds": False}),
+        tags=dict(row["tags"]) if row.get("tags") else None,
+        deletion_vector=marked.descriptor,
+        base_row_id=row.get("baseRowId"),
+        default_row_commit_version=row.get("defaultRowCommitVersion"),
+    )
+    kind = "updated" if had_dv else "added"
+    return DeletionVectorUpdate(remove, add, kind, marked.deleted_rows)
+
+
 def mark_deleted(
     row: Mapping[str, Any],
     new_rows: np.ndarray,
@@ -130,36 +227,16 @@ def mark_deleted(
     Raises:
         InternalError: a row to delete is already deleted (the engine read a deleted row).
     """
-    new_rows = sorted_unique(np.asarray(new_rows, dtype=np.uint64))
-    old_dv = row.get("deletionVector")
-    old = (
-        read_deletion_vector(store, table_root, DeletionVectorDescriptor.from_dict(old_dv))
-        if old_dv
-        else np.empty(0, dtype=np.uint64)
+    marked = merge_marks(
+        row["path"],
+        row.get("deletionVector"),
+        stats_records(row.get("stats")),
+        new_rows,
+        store=store,
+        table_root=table_root,
+        write_vector=write_vector,
     )
-    again = np.intersect1d(old, new_rows, assume_unique=True)
-    if len(again):
-        raise errors.deletion_vector_size_mismatch(table_root, row["path"], len(old), len(again))
-    merged = sorted_unique(np.concatenate((old, new_rows))) if len(old) else new_rows
-    remove = remove_action(row, now)
-    total = physical_records(row, store, table_root)
-    if len(merged) >= total:
-        return DeletionVectorUpdate(remove, None, "removed" if old_dv else "none", len(new_rows))
-    descriptor = write_vector(merged)
-    add = AddFile(
-        path=row["path"],
-        partition_values=dict(row.get("partitionValues") or []),
-        size=row["size"],
-        modification_time=row["modificationTime"],
-        data_change=True,
-        stats=stats_with_dv(row.get("stats"), old_cardinality=len(old))
-        or json.dumps({"numRecords": total, "tightBounds": False}),
-        tags=dict(row["tags"]) if row.get("tags") else None,
-        deletion_vector=descriptor,
-        base_row_id=row.get("baseRowId"),
-        default_row_commit_version=row.get("defaultRowCommitVersion"),
-    )
-    return DeletionVectorUpdate(remove, add, "updated" if old_dv else "added", len(new_rows))
+    return vector_update(row, marked, now, table_root)
 
 
 ROW_BITS = 40  # row indexes of a parquet file stay below 2**40

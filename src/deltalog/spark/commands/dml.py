@@ -7,7 +7,8 @@ Each command reads its files through one transaction and commits once:
 2. a DELETE whose condition names only partition columns removes the matching files whole,
    without reading them;
 3. otherwise one Spark job finds the rows the condition holds for: per file, their count
-   (copy-on-write) or their row indexes (deletion vectors);
+   (copy-on-write), or, with deletion vectors, the files' new vectors, built and written by
+   its tasks (:mod:`~deltalog.spark.commands.vector_job`): the driver gets one row per file;
 4. copy-on-write rewrites only the files holding such rows (rows kept or updated, one job) and
    removes them; with deletion vectors the rows are marked deleted in place and UPDATE writes
    only the updated rows;
@@ -24,7 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import SparkSession
@@ -37,14 +37,13 @@ from deltalog.commands.dml.file_changes import (
     DmlSettings,
     FileChanges,
     live_records,
-    mark_deleted,
     now_ms,
     remove_files,
 )
 from deltalog.commands.write.write_into_delta import dml_plan
 from deltalog.scan.predicate import Predicate, parse_predicate
 from deltalog.scan.row_filter import typed_partitions
-from deltalog.spark.commands.file_codes import row_indexes
+from deltalog.spark.commands.vector_job import Marks, MarkSpec, mark_rows
 from deltalog.spark.conditions import (
     condition_column,
     condition_sql,
@@ -52,13 +51,12 @@ from deltalog.spark.conditions import (
     is_true,
     partition_mask,
 )
-from deltalog.spark.read.common import FILE, file_keys
+from deltalog.spark.read.common import FILE, ROW, file_keys
 from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import to_arrow
 from deltalog.spark.write.batch import write_change_rows, write_rows
 from deltalog.txn import operations
-from deltalog.write.deletion_vectors import DeletionVectorWriter
 
 if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
@@ -118,59 +116,46 @@ class Touched:
     files: pa.Table  # rows of all_files_arrow()
     keys: list[str]  # their FILE keys
     rows: int  # matching rows
-    row_indexes: dict[str, np.ndarray] | None  # per FILE key (deletion-vector mode)
 
 
-def find_touched(
-    spark: SparkSession,
-    txn: Transaction,
-    files: pa.Table,
-    hit: Any,
-    *,
-    with_rows: bool,
-    matches: Any = None,
-) -> Touched:
-    """Scan ``files`` and keep those with a row where ``hit`` holds; ``with_rows`` collects
-    the matching rows' indexes too (for deletion vectors). ``matches``: those rows already
-    selected from :func:`scan_dataframe` with row ids (a frame the caller persisted)."""
+def find_touched(spark: SparkSession, txn: Transaction, files: pa.Table, hit: Any) -> Touched:
+    """Scan ``files`` and keep those with a row where ``hit`` holds (copy-on-write): one
+    count per file reaches the driver."""
     snapshot = _snapshot(txn)
-    if matches is None:
-        matches = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True).where(hit)
+    matches = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True).where(hit)
     keys = file_keys(snapshot, files)
-    if with_rows:
-        by_file = row_indexes(matches, keys)
-        count = sum(len(r) for r in by_file.values())
-        touched_keys = set(by_file)
-    else:
-        counts = to_arrow(matches.groupBy(FILE).agg(F.count(F.lit(1)).alias("n")))
-        by_file = None
-        count = int(pc.sum(counts.column("n")).as_py() or 0)
-        touched_keys = set(counts.column(FILE).to_pylist())
+    counts = to_arrow(matches.groupBy(FILE).agg(F.count(F.lit(1)).alias("n")))
+    count = int(pc.sum(counts.column("n")).as_py() or 0)
+    touched_keys = set(counts.column(FILE).to_pylist())
     mask = pa.array([k in touched_keys for k in keys], pa.bool_())
-    return Touched(
-        files.filter(mask),
-        [k for k in keys if k in touched_keys],
-        count,
-        by_file,
+    return Touched(files.filter(mask), [k for k in keys if k in touched_keys], count)
+
+
+def mark_matching(spark: SparkSession, txn: Transaction, files: pa.Table, hit: Any) -> Marks:
+    """Deletion vectors: scan ``files`` (only the columns ``hit`` reads) and mark the rows it
+    holds for deleted, in the executors (:mod:`~deltalog.spark.commands.vector_job`); the
+    vector files are written, not committed."""
+    snapshot = _snapshot(txn)
+    matches = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True).where(hit)
+    return mark_rows(
+        spark,
+        matches.select(FILE, ROW),
+        files,
+        file_keys(snapshot, files),
+        table_root=snapshot.table_root,
+        configuration=dict(snapshot.metadata.configuration),
+        spec=MarkSpec(),
     )
 
 
-def mark_rows_deleted(txn: Transaction, touched: Touched, changes: FileChanges) -> None:
-    """Deletion vectors for ``touched``'s rows, one vector file for the command."""
-    assert touched.row_indexes is not None
-    snapshot = _snapshot(txn)
-    store, root, now = txn.log.store, snapshot.table_root, now_ms()
-    with DeletionVectorWriter(store, root, snapshot.metadata.configuration) as writer:
-        for row, key in zip(touched.files.to_pylist(), touched.keys, strict=True):
-            update = mark_deleted(
-                row,
-                touched.row_indexes[key],
-                store=store,
-                table_root=root,
-                write_vector=writer.add,
-                now=now,
-            )
-            changes.add_vector_update(update)
+def add_marks(marks: Marks, changes: FileChanges) -> None:
+    """``marks``' file actions into ``changes``.
+
+    Raises:
+        InternalError: a task met a row already deleted (nothing is committed).
+    """
+    for update in marks.updates(now_ms()):
+        changes.add_vector_update(update)
 
 
 def _snapshot(txn: Transaction) -> Snapshot:
@@ -250,14 +235,17 @@ def delete_actions(
         files = txn.filter_files(predicate)
         hit = is_true(condition_column(condition))
         t0 = time.monotonic()
-        touched = find_touched(spark, txn, files, hit, with_rows=settings.deletion_vectors)
-        scan_ms = _elapsed_ms(t0)
-        deleted = touched.rows
-        t0 = time.monotonic()
-        if settings.deletion_vectors:
-            mark_rows_deleted(txn, touched, changes)
-            copied = 0
+        if settings.deletion_vectors:  # the vectors are written by the scan's job
+            marks = mark_matching(spark, txn, files, hit)
+            scan_ms = _elapsed_ms(t0)
+            deleted, copied = marks.rows, 0
+            t0 = time.monotonic()
+            add_marks(marks, changes)
         else:
+            touched = find_touched(spark, txn, files, hit)
+            scan_ms = _elapsed_ms(t0)
+            deleted = touched.rows
+            t0 = time.monotonic()
             copied = _rewrite_without(spark, txn, operation, touched, hit, settings, changes)
         rewrite_ms = _elapsed_ms(t0)
     metrics = changes.metrics()
@@ -331,20 +319,21 @@ def update(
     t0 = time.monotonic()
     changes = FileChanges()
     if settings.deletion_vectors:
-        touched, rewrite_ms = _update_with_vectors(
+        updated, rewrite_ms = _update_with_vectors(
             spark, txn, operation, files, hit, targets, changes
         )
         scan_ms = _elapsed_ms(t0) - rewrite_ms
         copied = 0
     else:
-        touched = find_touched(spark, txn, files, hit, with_rows=False)
+        touched = find_touched(spark, txn, files, hit)
+        updated = touched.rows
         scan_ms = _elapsed_ms(t0)
         t0 = time.monotonic()
         copied = _update_copy_on_write(spark, txn, operation, touched, hit, targets, changes)
         rewrite_ms = _elapsed_ms(t0)
     metrics = changes.metrics()
     metrics.update(
-        numUpdatedRows=touched.rows,
+        numUpdatedRows=updated,
         numCopiedRows=copied,
         executionTimeMs=_elapsed_ms(began),
         scanTimeMs=scan_ms,
@@ -385,35 +374,39 @@ def _update_with_vectors(
     hit: Any,
     targets: Mapping[str, Any],
     changes: FileChanges,
-) -> tuple[Touched, int]:
-    """Deletion vectors: one scan, of only the columns the condition reads, collects the
-    updated rows' indexes (the vectors); a second scan of the touched files writes their new
-    values (reference ``DeltaUpdate`` with DVs). That beats one scan of every column persisted
-    and read back twice (caching wide rows costs more than reading the touched files again:
-    ``bench/README.md``). Returns the touched files and the milliseconds spent writing.
+) -> tuple[int, int]:
+    """Deletion vectors: one scan, of only the columns the condition reads, marks the updated
+    rows deleted (the vectors written by its tasks); a second scan of the touched files writes
+    their new values (reference ``DeltaUpdate`` with DVs). That beats one scan of every column
+    persisted and read back twice (caching wide rows costs more than reading the touched files
+    again: ``bench/README.md``). Returns the rows updated and the milliseconds spent writing.
 
     A condition that is not deterministic may select other rows the second time: the written
     count then differs from the marked one and the command fails without committing.
     """
     snapshot = _snapshot(txn)
-    touched = find_touched(spark, txn, files, hit, with_rows=True)
+    marks = mark_matching(spark, txn, files, hit)
     t0 = time.monotonic()
-    if not touched.files.num_rows:
-        return touched, 0
-    df = scan_dataframe(spark, snapshot, txn.log.store, touched.files)
-    new_values = updated_columns(df, snapshot, targets, hit)
-    plan = dml_plan(txn, operation)
-    adds, _ = write_rows(df.where(hit).select(*new_values), plan)
-    mark_rows_deleted(txn, touched, changes)
-    changes.adds.extend(adds)
-    if DmlSettings.for_snapshot(snapshot).change_data_feed:
-        images = _update_images(df, snapshot, new_values, hit)
-        changes.cdc = write_change_rows(images, plan)
-    if changes.written_rows() != touched.rows:
-        raise errors.num_records_mismatch(
-            "UPDATE", changes.written_rows(), touched.rows, snapshot.table_root
-        )
-    return touched, _elapsed_ms(t0)
+    if not marks.files.num_rows:
+        return 0, 0
+    try:
+        df = scan_dataframe(spark, snapshot, txn.log.store, marks.files)
+        new_values = updated_columns(df, snapshot, targets, hit)
+        plan = dml_plan(txn, operation)
+        adds, _ = write_rows(df.where(hit).select(*new_values), plan)
+        add_marks(marks, changes)
+        changes.adds.extend(adds)
+        if DmlSettings.for_snapshot(snapshot).change_data_feed:
+            images = _update_images(df, snapshot, new_values, hit)
+            changes.cdc = write_change_rows(images, plan)
+        if changes.written_rows() != marks.rows:
+            raise errors.num_records_mismatch(
+                "UPDATE", changes.written_rows(), marks.rows, snapshot.table_root
+            )
+    except BaseException:
+        marks.abort(txn.log.store)
+        raise
+    return marks.rows, _elapsed_ms(t0)
 
 
 def resolve_assignments(

@@ -9,17 +9,23 @@ inserted).
 Execution:
 
 * **phase 1**: one job joins the target (files pruned by the ON condition's target-only
-  conjuncts) with the source and collects, for every target row some clause may act on, its
-  file, row index, clause and source row: these give the touched files, the multiple-match
-  check, the row counts and the matched source rows.
+  conjuncts) with the source; the (file, row index, clause, source row) of every target row
+  some clause may act on stay in the executors (persisted when phase 2 reads them again).
+  Tasks grouped by file (:mod:`~deltalog.spark.commands.vector_job`) count the rows per
+  clause, run the multiple-match check and, with deletion vectors, write the touched files'
+  new vectors: the driver gets one row per file.
 * **phase 2** writes. Copy-on-write joins the touched files with the source again and rewrites
   them (updated and unchanged rows); the source rows that matched nothing are inserted (the
-  matched ones left out by their ids from phase 1, so the target is not joined again). With
-  deletion vectors only updated and inserted rows are written and the changed rows are marked
-  deleted in place; when every update takes its values from the source alone (``UPDATE *``),
-  both come from one join of the source with phase 1's pairs, without reading the target. With
-  the change data feed on, the change rows are written too. An insert-only merge touches no
-  file: it only appends.
+  matched ones left out by an anti-join with phase 1's pairs, so the target is not joined
+  again). With deletion vectors only updated and inserted rows are written (the changed rows
+  were marked deleted in place by phase 1); when every update takes its values from the source
+  alone (``UPDATE *``), both come from one join of the source with phase 1's pairs, without
+  reading the target. With the change data feed on, the change rows are written too. An
+  insert-only merge touches no file: it only appends.
+
+Spark chooses how to join the source: its plan statistics are exact once materialized, so a
+source under ``spark.sql.autoBroadcastJoinThreshold`` is broadcast and a larger one is not
+(the reference leaves this to Spark too).
 
 The source is materialized while the command runs (a local checkpoint on classic sessions),
 so its row ids hold between the two phases (:mod:`~deltalog.spark.commands.merge_source`).
@@ -31,19 +37,15 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from deltalog import errors
 from deltalog.commands.dml.file_changes import (
-    ROW_BITS,
     DmlSettings,
     FileChanges,
-    group_row_indexes,
     live_records,
     physical_records,
     remove_files,
@@ -58,11 +60,10 @@ from deltalog.spark.commands.dml import (
     NEW,
     Touched,
     _elapsed_ms,
-    mark_rows_deleted,
+    add_marks,
     schema_frame,
     start,
 )
-from deltalog.spark.commands.file_codes import collect_rows
 from deltalog.spark.commands.merge_clauses import (
     ACTION,
     BY_SOURCE,
@@ -78,14 +79,14 @@ from deltalog.spark.commands.merge_clauses import (
     check_clauses,
 )
 from deltalog.spark.commands.merge_source import materialized
+from deltalog.spark.commands.vector_job import Marks, MarkSpec, mark_rows
 from deltalog.spark.conditions import condition_column, condition_sql
 from deltalog.spark.read.common import FILE, ROW, file_keys
 from deltalog.spark.read.scan import scan_dataframe
-from deltalog.spark.session import arrow_to_df, conf_get
+from deltalog.spark.session import conf_get
 from deltalog.spark.write.batch import write_change_rows, write_rows
 from deltalog.txn import operations
 
-BROADCAST_ROWS = 2_000_000  # sources up to this many rows are sent whole to every task
 AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
 
 
@@ -115,9 +116,9 @@ class MergeCommand:
     builder: MergeSpec
     spark: SparkSession
     counts: _Counts = field(default_factory=_Counts)
-    _acted: Any = None  # the persisted acted rows (see _find_touched)
+    _acted: Any = None  # the acted rows, persisted when phase 2 reads them (_find_touched)
+    _persisted: bool = False
     _images: bool = False  # whether _acted holds their new and old values
-    _pairs: pa.Table | None = None  # (source row, clause) of the matched pairs (phase 1)
 
     def run(self) -> tuple[int, int, int]:
         began = time.monotonic()
@@ -156,8 +157,7 @@ class MergeCommand:
         try:
             materialize_ms = _elapsed_ms(t0)
             self.source = source.withColumn(SOURCE_PRESENT, F.lit(True))
-            # A small source goes to every task: the target is never shuffled.
-            self.build = F.broadcast(self.source) if num_source <= BROADCAST_ROWS else self.source
+            self.build = self.source  # Spark broadcasts it when small (exact statistics)
             self.on = condition_column(self.builder._condition)
             changes, scan_ms, rewrite_ms = self._execute()
         finally:
@@ -227,15 +227,24 @@ class MergeCommand:
         try:
             return self._scan_and_write(files, changes, t0)
         finally:
-            if self._acted is not None:
+            if self._persisted:
                 self._acted.unpersist()
 
     def _scan_and_write(
         self, files: pa.Table, changes: FileChanges, t0: float
     ) -> tuple[FileChanges, int, int]:
-        touched, rows = self._find_touched(files)
-        scan_ms = _elapsed_ms(t0)
+        marks = self._find_touched(files)
+        try:
+            return self._write(marks, changes, _elapsed_ms(t0))
+        except BaseException:
+            marks.abort(self.txn.log.store)  # the vectors phase 1 wrote
+            raise
+
+    def _write(
+        self, marks: Marks, changes: FileChanges, scan_ms: int
+    ) -> tuple[FileChanges, int, int]:
         t0 = time.monotonic()
+        touched = Touched(marks.files, marks.keys, 0)
         rewrites = touched.files.num_rows > 0 and any(c.kind != NOT_MATCHED for c in self.clauses)
         updated: tuple[Any, Any, list[Any], Any] | None = None
         inserted: tuple[Any, Any, list[Any], Any] | None = None
@@ -254,7 +263,7 @@ class MergeCommand:
         adds, _ = write_rows(data, self.plan)
         changes.adds.extend(adds)
         if rewrites:
-            self._mark_changed(touched, rows, changes)
+            self._mark_changed(marks, changes)
         if updated is not None and self.settings.change_data_feed:
             cdc = self.acts.change_rows(updated[1], updated[2], updated[3])
             if inserted is not None:
@@ -317,7 +326,7 @@ class MergeCommand:
 
     # -- phase 1: which target rows are acted on -------------------------------------------
 
-    def _find_touched(self, files: pa.Table) -> tuple[Touched, pa.Table]:
+    def _find_touched(self, files: pa.Table) -> Marks:
         """One job: the (file, row, clause) of every target row some clause acts on, and of
         every matched pair the multiple-match check counts.
 
@@ -346,18 +355,31 @@ class MergeCommand:
         else:
             self._images = False
         acted = acted.select(*columns)
-        if self._images:  # the write reads the acted rows' values back
-            acted = self._acted = acted.persist()
-        keys = file_keys(self.snapshot, files)
-        rows = collect_rows(acted, keys, [ROW, ACTION, SOURCE_ID])
-        self._pairs = rows.select([SOURCE_ID, ACTION]).filter(pc.is_valid(rows.column(SOURCE_ID)))
-        self._check_multiple_matches(rows)
-        rows = _first_per_row(rows)
-        hit = set(rows.column(FILE).to_pylist())
-        mask = pa.array([k in hit for k in keys], pa.bool_())
-        touched = Touched(files.filter(mask), [k for k in keys if k in hit], 0, None)
-        self._count_target_actions(rows)
-        return touched, rows
+        inserts = bool(self.acts.ids("insert"))
+        if self._images or inserts or self._writes_from_source():  # phase 2 reads it again
+            acted = acted.persist()
+            self._persisted = True
+        self._acted = acted
+        marks = mark_rows(
+            self.spark,
+            acted.select(FILE, ROW, ACTION),
+            files,
+            file_keys(self.snapshot, files),
+            table_root=self.root,
+            configuration=dict(self.snapshot.metadata.configuration),
+            spec=MarkSpec(
+                action=ACTION,
+                marked=tuple(self.acts.ids("update", "delete")),
+                checked=self._checked_clauses(),
+                write=self.settings.deletion_vectors
+                and any(c.kind != NOT_MATCHED for c in self.clauses),
+            ),
+        )
+        if marks.repeats:
+            marks.abort(self.txn.log.store)
+            raise errors.multiple_source_rows_matched(self.root)
+        self._count_target_actions(marks.counts())
+        return marks
 
     def _acted_images(self, acted: Any, target: Any) -> list[Any]:
         """Deletion vectors: each acted row's new values (``NEW`` + column, as an updating
@@ -418,11 +440,8 @@ class MergeCommand:
         acts on is written with that clause's values (once per target row it updates); one
         with no match is inserted by the first NOT MATCHED clause that takes it. One scan of
         the source, instead of one for the updates and one for the inserts."""
-        pairs = self._pairs
-        assert pairs is not None
-        named = pairs.rename_columns([SOURCE_ID, MATCHED_ACTION])
-        picked = arrow_to_df(self.spark, named, local=False)
-        joined = self.source.join(F.broadcast(picked), on=SOURCE_ID, how="left")
+        picked = self._matched_pairs().withColumnRenamed(ACTION, MATCHED_ACTION)
+        joined = self.source.join(picked, on=SOURCE_ID, how="left")
         joined = joined.withColumn(TARGET_PRESENT, F.lit(None).cast("boolean"))
         matched = F.col(MATCHED_ACTION)
         action = F.when(matched.isNull(), self.acts.action(joined, {NOT_MATCHED})).when(
@@ -433,24 +452,32 @@ class MergeCommand:
         values = self.acts.value_exprs(joined, None, kinds, acted_only=True)
         return joined.where(F.col(ACTION).isNotNull()).select(*[v.alias(n) for n, v in values])
 
-    def _check_multiple_matches(self, rows: pa.Table) -> None:
-        # The reference's one exemption: the only MATCHED clause is an unconditional delete.
+    def _checked_clauses(self) -> tuple[int, ...] | None:
+        """The clauses whose matched pairs the multiple-match check counts (``None``: no
+        check: the reference's one exemption, the only MATCHED clause is an unconditional
+        delete)."""
         matched = [c for c in self.clauses if c.kind == MATCHED]
-        single_delete = (
-            len(matched) == 1 and matched[0].action == "delete" and matched[0].condition is None
-        )
-        if single_delete or rows.num_rows == 0:
-            return
-        matched_ids = [i for i, c in enumerate(self.clauses) if c.kind == MATCHED] + [COPY]
-        pairs = rows.filter(pc.is_in(rows.column(ACTION), pa.array(matched_ids, pa.int32())))
-        if _has_repeats(_row_keys(pairs)):
-            raise errors.multiple_source_rows_matched(self.root)
+        if len(matched) == 1 and matched[0].action == "delete" and matched[0].condition is None:
+            return None
+        return (*(i for i, c in enumerate(self.clauses) if c.kind == MATCHED), COPY)
 
-    def _count_target_actions(self, rows: pa.Table) -> None:
-        acts = rows.column(ACTION).to_numpy(zero_copy_only=False)
+    def _matched_pairs(self) -> Any:
+        """(source row, clause) of every matched pair of phase 1, still in the executors."""
+        acted = self._acted
+        return acted.where(acted[SOURCE_ID].isNotNull()).select(SOURCE_ID, ACTION)
+
+    def _writes_from_source(self) -> bool:
+        """Whether phase 2 takes the updates from the source and phase 1's pairs."""
+        return (
+            self.settings.deletion_vectors
+            and not self._images
+            and any(c.kind != NOT_MATCHED for c in self.clauses)
+        )
+
+    def _count_target_actions(self, counts: dict[int, int]) -> None:
         c = self.counts
         for i, clause in enumerate(self.clauses):
-            n = int(np.count_nonzero(acts == i))
+            n = counts.get(i, 0)
             if clause.kind == MATCHED and clause.action == "update":
                 c.matched_updated += n
             elif clause.kind == MATCHED and clause.action == "delete":
@@ -480,29 +507,21 @@ class MergeCommand:
     def _inserted_rows(self) -> tuple[Any, Any, list[Any], Any]:
         """The source rows without a match that an insert clause takes."""
         source = self.source
-        pairs = self._pairs
-        assert pairs is not None
-        if pairs.num_rows:
-            matched = pa.table({SOURCE_ID: pc.unique(pairs.column(SOURCE_ID))})
-            matched_df = arrow_to_df(self.spark, matched, local=False)
-            source = source.join(F.broadcast(matched_df), on=SOURCE_ID, how="left_anti")
+        if self._acted is not None:
+            matched = self._matched_pairs().select(SOURCE_ID)
+            source = source.join(matched, on=SOURCE_ID, how="left_anti")
         df = source.withColumn(TARGET_PRESENT, F.lit(None).cast("boolean"))
         df = df.withColumn(ACTION, self.acts.action(df, {NOT_MATCHED}))
         values = self.acts.values(df, None, {NOT_MATCHED})
         return df.where(F.col(ACTION).isNotNull()).select(*values), df, values, None
 
-    def _mark_changed(self, touched: Touched, rows: pa.Table, changes: FileChanges) -> None:
-        """Copy-on-write: remove the touched files; deletion vectors: mark the updated and
-        deleted rows."""
+    def _mark_changed(self, marks: Marks, changes: FileChanges) -> None:
+        """Copy-on-write: remove the touched files; deletion vectors: the vectors phase 1
+        wrote for the updated and deleted rows."""
         if not self.settings.deletion_vectors:
-            changes.removes = remove_files(touched.files)
+            changes.removes = remove_files(marks.files)
             return
-        acted_ids = pa.array(self.acts.ids("update", "delete"), pa.int32())
-        acted = rows.filter(pc.is_in(rows.column(ACTION), acted_ids))
-        by_file = group_row_indexes(acted.column(FILE), acted.column(ROW))
-        mask = pa.array([k in by_file for k in touched.keys], pa.bool_())
-        keys = [k for k in touched.keys if k in by_file]
-        mark_rows_deleted(self.txn, Touched(touched.files.filter(mask), keys, 0, by_file), changes)
+        add_marks(marks, changes)
 
     def _count_written(self, rewritten: Touched | None, changes: FileChanges) -> None:
         """Inserted and copied rows, from the rows written and the touched files' row counts
@@ -538,32 +557,3 @@ def _conjuncts(p: Predicate) -> list[Predicate]:
 
 def _unqualified(p: Comparison | In | IsNull, prefix: int) -> Predicate:
     return replace(p, column=p.column[prefix:])
-
-
-def _row_keys(rows: pa.Table) -> np.ndarray:
-    """One integer per target row of ``rows`` (file number and row index): integers sort an
-    order of magnitude faster than Arrow groups rows by path string and index."""
-    files = rows.column(FILE).combine_chunks().dictionary_encode().indices
-    numbers = files.to_numpy(zero_copy_only=False).astype(np.int64)
-    indexes = rows.column(ROW).to_numpy().astype(np.int64)
-    return (numbers << ROW_BITS) | indexes
-
-
-def _has_repeats(keys: np.ndarray) -> bool:
-    ordered = np.sort(keys)
-    return bool(np.any(ordered[1:] == ordered[:-1]))
-
-
-def _first_per_row(rows: pa.Table) -> pa.Table:
-    """One row per target row (a delete-only merge may match a target row several times)."""
-    if rows.num_rows == 0 or not _has_repeats(_row_keys(rows)):
-        return rows
-    grouped = rows.group_by([FILE, ROW]).aggregate([(ACTION, "min"), (SOURCE_ID, "min")])
-    return pa.table(
-        {
-            FILE: grouped[FILE],
-            ROW: grouped[ROW],
-            ACTION: grouped[f"{ACTION}_min"],
-            SOURCE_ID: grouped[f"{SOURCE_ID}_min"],
-        }
-    )

@@ -225,6 +225,7 @@ def range_id(column: Any, bounds: list[Any]) -> Any:
     """The core's range id (:func:`~deltalog.commands.optimize.zorder.range_ids`): 0 for NULL,
     else one more than the number of ``bounds`` below the value, by a binary search of nested
     ``CASE WHEN``s, so each row evaluates about log2(len(bounds)) comparisons."""
+
     def search(lo: int, hi: int) -> Any:  # the count of bounds below lies in [lo, hi]
         if lo == hi:
             return F.lit(lo + 1).cast("long")
