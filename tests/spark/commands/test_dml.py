@@ -289,3 +289,44 @@ def test_mark_task_counts_first_clause_per_target_row_and_finds_repeats(tmp_path
     twice = run([0, 1, 0, 1, 0], [7, 7, 8, 2**39, 7], [1, 0, 1, 0, 0])
     assert json.loads(twice[0]["counts"]) == {"0": 1, "1": 1}
     assert twice[0]["repeats"] and not twice[1]["repeats"]
+
+
+def _vector_files(path: str) -> list[str]:
+    return [f for _, _, fs in os.walk(path) for f in fs if f.startswith("deletion_vector_")]
+
+
+def test_deletion_vector_commands_that_fail_leave_no_vector_file(
+    spark: Any, delta: str, tmp_path: Path
+) -> None:
+    """The tasks write the vectors before the command commits: a command that then fails
+    (a broken rule in the rows it writes, a target row matched twice) deletes them."""
+    path = str(tmp_path / "t")
+    (
+        DeltaTable.create(spark)
+        .location(path)
+        .addColumn("id", "long")
+        .addColumn("v", "long")
+        .property("delta.constraints.positive", "v > 0")
+        .property("delta.enableDeletionVectors", "true")
+        .execute()
+    )
+    rows = [(i, i + 1) for i in range(300)]
+    spark.createDataFrame(rows, "id long, v long").coalesce(1).write.format("delta").mode(
+        "append"
+    ).save(path)
+    table = DeltaTable.forPath(spark, path)
+    version = DeltaLog.for_table(path).update().version
+    with pytest.raises(errors.DeltaWriteError, match="DELTA_VIOLATE_CONSTRAINT_WITH_VALUES"):
+        table.update("id % 3 = 0", {"v": "-1"})  # 100 scattered rows: a vector file
+    source = spark.createDataFrame([(i % 150, 7) for i in range(300)], "id long, v long")
+    with pytest.raises(errors.DeltaWriteError, match="MULTIPLE_SOURCE_ROW"):
+        table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
+    assert DeltaLog.for_table(path).update().version == version
+    assert _vector_files(path) == []
+    table.delete("id % 3 = 0")
+    assert len(_vector_files(path)) == 1
+    expected = pa.table(
+        {"id": [r[0] for r in rows if r[0] % 3], "v": [r[1] for r in rows if r[0] % 3]}
+    )
+    assert canonical(oracle_rows(path)) == canonical(expected)
+    assert canonical(duckdb_rows(path)) == canonical(expected)

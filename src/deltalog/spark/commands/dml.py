@@ -43,7 +43,7 @@ from deltalog.commands.dml.file_changes import (
 from deltalog.commands.write.write_into_delta import dml_plan
 from deltalog.scan.predicate import Predicate, parse_predicate
 from deltalog.scan.row_filter import typed_partitions
-from deltalog.spark.commands.vector_job import Marks, MarkSpec, mark_rows
+from deltalog.spark.commands.vector_job import Marks, MarkSpec, mark_rows, numbered
 from deltalog.spark.conditions import (
     condition_column,
     condition_sql,
@@ -137,11 +137,12 @@ def mark_matching(spark: SparkSession, txn: Transaction, files: pa.Table, hit: A
     vector files are written, not committed."""
     snapshot = _snapshot(txn)
     matches = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True).where(hit)
+    keys = file_keys(snapshot, files)
     return mark_rows(
         spark,
-        matches.select(FILE, ROW),
+        numbered(spark, matches.select(FILE, ROW), keys),
         files,
-        file_keys(snapshot, files),
+        keys,
         table_root=snapshot.table_root,
         configuration=dict(snapshot.metadata.configuration),
         spec=MarkSpec(),

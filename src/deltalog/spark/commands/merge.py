@@ -79,7 +79,7 @@ from deltalog.spark.commands.merge_clauses import (
     check_clauses,
 )
 from deltalog.spark.commands.merge_source import materialized
-from deltalog.spark.commands.vector_job import Marks, MarkSpec, mark_rows
+from deltalog.spark.commands.vector_job import Marks, MarkSpec, mark_rows, numbered
 from deltalog.spark.conditions import condition_column, condition_sql
 from deltalog.spark.read.common import FILE, ROW, file_keys
 from deltalog.spark.read.scan import scan_dataframe
@@ -354,7 +354,8 @@ class MergeCommand:
             columns += self._acted_images(acted, target)
         else:
             self._images = False
-        acted = acted.select(*columns)
+        keys = file_keys(self.snapshot, files)
+        acted = numbered(self.spark, acted.select(*columns), keys)
         inserts = bool(self.acts.ids("insert"))
         if self._images or inserts or self._writes_from_source():  # phase 2 reads it again
             acted = acted.persist()
@@ -362,9 +363,9 @@ class MergeCommand:
         self._acted = acted
         marks = mark_rows(
             self.spark,
-            acted.select(FILE, ROW, ACTION),
+            acted,
             files,
-            file_keys(self.snapshot, files),
+            keys,
             table_root=self.root,
             configuration=dict(self.snapshot.metadata.configuration),
             spec=MarkSpec(

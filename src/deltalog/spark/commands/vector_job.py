@@ -145,6 +145,17 @@ class Marks:
             store.delete(path)
 
 
+def numbered(spark: SparkSession, rows: Any, keys: Sequence[str]) -> Any:
+    """``rows`` (with :data:`FILE`, one of ``keys``) with :data:`NUMBER`, the file's position
+    in ``keys``, instead of :data:`FILE`: a broadcast join with a table of O(files) rows. An
+    integer is what crosses the shuffle and the Python workers, not the path."""
+    numbers = pa.table(
+        {FILE: pa.array(keys, pa.string()), NUMBER: pa.array(range(len(keys)), pa.int32())}
+    )
+    joined = rows.join(F.broadcast(arrow_to_df(spark, numbers)), on=FILE)
+    return joined.select(NUMBER, *[c for c in rows.columns if c != FILE])
+
+
 def mark_rows(
     spark: SparkSession,
     rows: Any,
@@ -155,17 +166,14 @@ def mark_rows(
     configuration: dict[str, str],
     spec: MarkSpec,
 ) -> Marks:
-    """Group ``rows`` (a DataFrame with :data:`FILE`, :data:`ROW` and ``spec.action``) by
+    """Group ``rows`` (a :func:`numbered` DataFrame with :data:`ROW` and ``spec.action``) by
     file in the executors and mark them there (see the module docstring); ``files`` are the
     candidate files (rows of ``all_files_arrow()``) and ``keys`` their scan keys. Returns the
     touched files, in ``files``' order.
     """
     if files.num_rows == 0:
         return Marks(files, [], [], [], table_root)
-    numbers = pa.table({FILE: pa.array(keys, pa.string()), NUMBER: pa.array(range(len(keys)))})
-    numbers = numbers.cast(pa.schema([(FILE, pa.string()), (NUMBER, pa.int32())]))
     columns = [F.col(NUMBER), F.col(ROW)] + ([F.col(spec.action)] if spec.action else [])
-    numbered = rows.join(F.broadcast(arrow_to_df(spark, numbers)), on=FILE).select(*columns)
     task = MarkTask(
         table_root,
         registered(table_root),
@@ -174,7 +182,8 @@ def mark_rows(
         random_prefix_length(configuration, table_root),
     )
     parts = max(1, min(len(keys), int(conf_get(spark, "spark.sql.shuffle.partitions", "200"))))
-    out = to_arrow(numbered.repartition(parts, NUMBER).mapInArrow(task, _OUT_SCHEMA))
+    grouped = rows.select(*columns).repartition(parts, NUMBER)
+    out = to_arrow(grouped.mapInArrow(task, _OUT_SCHEMA))
     return _marks(out, files, list(keys), table_root)
 
 
