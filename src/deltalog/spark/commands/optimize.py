@@ -217,7 +217,9 @@ def quantile_bounds(df: Any, cols: list[str], rows: int, bits: int) -> dict[str,
     sample = df.select(*[df[f"`{c}`"] for c in cols])
     if fraction < 1.0:
         sample = sample.sample(withReplacement=False, fraction=fraction, seed=42)
-    table = to_arrow(sample)
+    # ``rows`` comes from stats (a file without them counts as 1M rows): a hard cap keeps
+    # the driver's sample bounded whatever the files really hold.
+    table = to_arrow(sample.limit(4 * SAMPLE_ROWS))
     return {c: range_bounds(table[c], bits) for c in cols}
 
 
