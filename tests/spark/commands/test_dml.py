@@ -258,37 +258,40 @@ def test_update_keeps_table_rules(spark: Any, delta: str, tmp_path: Path) -> Non
     assert _rows(spark, path) == [(1, 1, 2), (2, 5, 10)]
 
 
-def test_mark_task_counts_first_clause_per_target_row_and_finds_repeats(tmp_path: Path) -> None:
-    # One task's rows of two files (file number, row index, clause): the same row index in
-    # two files is two target rows; the same file and index twice is one target row matched
-    # twice (counted once, for its lowest clause). Copy-on-write: nothing is written.
-    from deltalog.spark.commands.vector_job import MarkSpec, MarkTask, TaskFile
+def test_mark_tasks_count_first_clause_per_target_row_and_find_repeats(tmp_path: Path) -> None:
+    # Rows (file number, row index, clause) seen by two tasks of the stage that found them:
+    # the same row index in two files is two target rows; the same file and index twice is
+    # one target row matched twice (counted once, for its lowest clause), whether both pairs
+    # are in one task or in two. Copy-on-write: nothing is written.
+    from deltalog.spark.commands.vector_tasks import (
+        MarkSpec,
+        MarkTask,
+        PartialTask,
+        TaskFile,
+    )
     from deltalog.storage.options import StorageOptions
 
     files = [TaskFile("a.parquet", None, 10), TaskFile("b.parquet", None, 2**40)]
+    spec = MarkSpec(action="a", marked=(0,), checked=(0, 1), write=False)
 
-    def run(numbers: list[int], rows: list[int], actions: list[int]) -> dict[int, Any]:
-        batch = pa.RecordBatch.from_arrays(
-            [
-                pa.array(numbers, pa.int32()),
-                pa.array(rows, pa.int64()),
-                pa.array(actions, pa.int32()),
-            ],
-            ["n", "r", "a"],
+    def batch(numbers: list[int], rows: list[int], actions: list[int]) -> pa.RecordBatch:
+        columns = [pa.array(numbers, pa.int32()), pa.array(rows, pa.int64())]
+        return pa.RecordBatch.from_arrays(
+            [*columns, pa.array(actions, pa.int32())], ["n", "r", "a"]
         )
-        spec = MarkSpec(action="a", marked=(0,), checked=(0, 1), write=False)
-        task = MarkTask(str(tmp_path), StorageOptions(), files, spec, 0)
-        out = pa.Table.from_batches(list(task(iter([batch]))))
-        return {r["number"]: r for r in out.to_pylist()}
 
-    once = run([0, 1, 0, 1], [7, 7, 8, 2**39], [1, 0, 1, 0])
-    assert {n: (json.loads(r["counts"]), r["repeats"]) for n, r in once.items()} == {
-        0: ({"1": 2}, False),
-        1: ({"0": 2}, False),
-    }
-    twice = run([0, 1, 0, 1, 0], [7, 7, 8, 2**39, 7], [1, 0, 1, 0, 0])
-    assert json.loads(twice[0]["counts"]) == {"0": 1, "1": 1}
-    assert twice[0]["repeats"] and not twice[1]["repeats"]
+    def run(*tasks: pa.RecordBatch) -> dict[int, Any]:
+        pieces = [p for t in tasks for p in PartialTask(spec)(iter([t]))]
+        task = MarkTask(str(tmp_path), StorageOptions(), files, spec, 0)
+        out = pa.Table.from_batches(list(task(iter(pieces))))
+        return {r["number"]: (json.loads(r["counts"]), r["repeats"]) for r in out.to_pylist()}
+
+    once = batch([0, 1, 0, 1], [7, 7, 8, 2**39], [1, 0, 1, 0])
+    assert run(once) == {0: ({"1": 2}, False), 1: ({"0": 2}, False)}
+    again = batch([0], [7], [0])
+    in_one_task = batch([0, 1, 0, 1, 0], [7, 7, 8, 2**39, 7], [1, 0, 1, 0, 0])
+    assert run(in_one_task) == {0: ({"0": 1, "1": 1}, True), 1: ({"0": 2}, False)}
+    assert run(once, again) == {0: ({"0": 1, "1": 1}, True), 1: ({"0": 2}, False)}
 
 
 def _vector_files(path: str) -> list[str]:
