@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -281,7 +282,7 @@ def test_mark_tasks_count_first_clause_per_target_row_and_find_repeats(tmp_path:
         )
 
     def run(*tasks: pa.RecordBatch) -> dict[int, Any]:
-        pieces = [p for t in tasks for p in PartialTask(spec)(iter([t]))]
+        pieces = [p for t in tasks for p in PartialTask(spec, None)(iter([t]))]
         task = MarkTask(str(tmp_path), StorageOptions(), files, spec, 0)
         out = pa.Table.from_batches(list(task(iter(pieces))))
         return {r["number"]: (json.loads(r["counts"]), r["repeats"]) for r in out.to_pylist()}
@@ -333,3 +334,19 @@ def test_deletion_vector_commands_that_fail_leave_no_vector_file(
     )
     assert canonical(oracle_rows(path)) == canonical(expected)
     assert canonical(duckdb_rows(path)) == canonical(expected)
+
+
+def test_file_codes_are_sparks_crc32(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    from deltalog.spark.commands.vector_tasks import FileCodes
+
+    keys = ["file:/t/a.parquet", "file:/t/p=%20x/b%C3%A9.parquet", "file:/t/日本/c.parquet", ""]
+    theirs = spark.createDataFrame([(k,) for k in keys], "k string").select(F.crc32("k"))
+    codes = FileCodes.of(keys)
+    assert codes is not None
+    spark_codes = np.array([r[0] for r in theirs.collect()], np.int64)
+    assert codes.number(spark_codes).tolist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError):
+        codes.number(np.array([12345], np.int64))
+    assert FileCodes.of(["file:/x", "file:/x"]) is None  # two files, one code: joined by path

@@ -355,7 +355,8 @@ class MergeCommand:
         else:
             self._images = False
         keys = file_keys(self.snapshot, files)
-        acted = numbered(self.spark, acted.select(*columns), keys)
+        rows = numbered(self.spark, acted.select(*columns), keys)
+        acted = rows.frame
         inserts = bool(self.acts.ids("insert"))
         if self._images or inserts or self._writes_from_source():  # phase 2 reads it again
             acted = acted.persist()
@@ -363,7 +364,7 @@ class MergeCommand:
         self._acted = acted
         marks = mark_rows(
             self.spark,
-            acted,
+            replace(rows, frame=acted),
             files,
             keys,
             table_root=self.root,

@@ -3,8 +3,8 @@
 
 DELETE, UPDATE and MERGE find the rows they change with a scan that carries each row's file
 (:data:`~deltalog.spark.read.common.FILE`) and physical row index
-(:data:`~deltalog.spark.read.common.ROW`). :func:`numbered` replaces the file by its number
-among the candidate files (a broadcast join with a table of O(files) rows), and
+(:data:`~deltalog.spark.read.common.ROW`). :func:`numbered` replaces the file by an integer
+(Spark's ``crc32`` of the path, mapped to the file's number in the tasks), and
 :func:`mark_rows` runs two task functions (:mod:`~deltalog.spark.commands.vector_tasks`):
 in the stage that found the rows, one Roaring bitmap per file and clause; after a shuffle of
 those bitmaps by file, every file's in one task, which merges them with the file's old vector
@@ -39,6 +39,7 @@ from deltalog.commands.dml.file_changes import (
 from deltalog.spark.commands.vector_tasks import (
     PIECES_DDL,
     RESULTS_DDL,
+    FileCodes,
     MarkSpec,
     MarkTask,
     PartialTask,
@@ -112,20 +113,34 @@ class Marks:
             store.delete(path)
 
 
-def numbered(spark: SparkSession, rows: Any, keys: Sequence[str]) -> Any:
-    """``rows`` (with :data:`FILE`, one of ``keys``) with :data:`NUMBER`, the file's position
-    in ``keys``, instead of :data:`FILE`: a broadcast join with a table of O(files) rows. An
-    integer is what crosses the shuffle and the Python workers, not the path."""
+@dataclass(frozen=True, slots=True)
+class Numbered:
+    """Rows whose :data:`NUMBER` column tells their file: its number, or with ``codes`` its
+    code (see :class:`~deltalog.spark.commands.vector_tasks.FileCodes`)."""
+
+    frame: Any
+    codes: FileCodes | None
+
+
+def numbered(spark: SparkSession, rows: Any, keys: Sequence[str]) -> Numbered:
+    """``rows`` (with :data:`FILE`, one of ``keys``) with :data:`NUMBER` instead of
+    :data:`FILE`: an integer, not the path, is what is cached, shuffled and sent to the
+    Python workers. Spark's ``crc32`` of the path where the keys' codes are distinct, else the
+    file's position in ``keys`` joined in (a broadcast of O(files) rows)."""
+    others = [c for c in rows.columns if c != FILE]
+    codes = FileCodes.of(list(keys))
+    if codes is not None:
+        return Numbered(rows.select(F.crc32(rows[FILE]).alias(NUMBER), *others), codes)
     numbers = pa.table(
         {FILE: pa.array(keys, pa.string()), NUMBER: pa.array(range(len(keys)), pa.int32())}
     )
     joined = rows.join(F.broadcast(arrow_to_df(spark, numbers)), on=FILE)
-    return joined.select(NUMBER, *[c for c in rows.columns if c != FILE])
+    return Numbered(joined.select(NUMBER, *others), None)
 
 
 def mark_rows(
     spark: SparkSession,
-    rows: Any,
+    rows: Numbered,
     files: pa.Table,
     keys: Sequence[str],
     *,
@@ -133,7 +148,7 @@ def mark_rows(
     configuration: dict[str, str],
     spec: MarkSpec,
 ) -> Marks:
-    """Group ``rows`` (a :func:`numbered` DataFrame with :data:`ROW` and ``spec.action``) by
+    """Group ``rows`` (:func:`numbered`, with :data:`ROW` and ``spec.action``) by
     file in the executors and mark them there (see the module docstring); ``files`` are the
     candidate files (rows of ``all_files_arrow()``) and ``keys`` their scan keys. Returns the
     touched files, in ``files``' order.
@@ -150,7 +165,8 @@ def mark_rows(
     )
     parts = max(1, min(len(keys), int(conf_get(spark, "spark.sql.shuffle.partitions", "200"))))
     # Each stage's bitmaps per file and clause, then every file's in one task.
-    pieces = rows.select(*columns).mapInArrow(PartialTask(spec), PIECES_DDL)
+    partial = PartialTask(spec, rows.codes)
+    pieces = rows.frame.select(*columns).mapInArrow(partial, PIECES_DDL)
     out = to_arrow(pieces.repartition(parts, "number").mapInArrow(task, RESULTS_DDL))
     return _marks(out, files, list(keys), table_root)
 

@@ -16,6 +16,7 @@ final bitmap aggregation).
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -83,6 +84,38 @@ class MarkSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class FileCodes:
+    """Spark's ``crc32`` of each candidate file's scan key (sorted) and the file's number:
+    rows can carry the code, which Spark computes where they are, instead of a number joined
+    in by file path (a broadcast join costs the stage more than the hash)."""
+
+    codes: np.ndarray  # int64, sorted, distinct
+    numbers: np.ndarray  # int32, the file number of each code
+
+    @classmethod
+    def of(cls, keys: list[str]) -> FileCodes | None:
+        """The codes of ``keys`` (UTF-8, as Spark hashes strings); ``None`` when two share
+        one (32 bits: rare, but then the file must be joined in by path)."""
+        codes = np.array([zlib.crc32(k.encode("utf-8")) for k in keys], np.int64)
+        order = np.argsort(codes, kind="stable")
+        codes = codes[order]
+        if np.any(codes[1:] == codes[:-1]):
+            return None
+        return cls(codes, order.astype(np.int32))
+
+    def number(self, codes: np.ndarray) -> np.ndarray:
+        """The file number of each code.
+
+        Raises:
+            ValueError: a code of no candidate file (the scan read a file it was not given).
+        """
+        at = np.minimum(np.searchsorted(self.codes, codes), len(self.codes) - 1)
+        if not np.array_equal(self.codes[at], codes):
+            raise ValueError("a row's file is not among the command's candidate files")
+        return self.numbers[at]
+
+
+@dataclass(frozen=True, slots=True)
 class TaskFile:
     """What a task knows of one candidate file: enough to merge and size its vector."""
 
@@ -92,16 +125,19 @@ class TaskFile:
 
 
 class PartialTask:
-    """Rows (file number, row index[, clause]) → one bitmap per file and clause of this task,
-    with whether a checked target row repeats within it."""
+    """Rows (file number or, with ``codes``, file code; row index[, clause]) → one bitmap
+    per file and clause of this task, with whether a checked target row repeats within it."""
 
-    def __init__(self, spec: MarkSpec) -> None:
+    def __init__(self, spec: MarkSpec, codes: FileCodes | None) -> None:
         self.spec = spec
+        self.codes = codes
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         numbers, rows, actions = _gather(batches, self.spec.action is not None)
         if not len(numbers):
             return
+        if self.codes is not None:
+            numbers = self.codes.number(numbers)
         order = np.lexsort((rows, actions, numbers))
         numbers, rows, actions = numbers[order], rows[order], actions[order]
         out: dict[str, list[Any]] = {name: [] for name in PIECES.names}
@@ -239,8 +275,8 @@ def _gather(
         if with_action:
             actions.append(batch.column(2).to_numpy(zero_copy_only=False))
     if not numbers:
-        return np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int32)
-    n = np.concatenate(numbers)
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int32)
+    n = np.concatenate(numbers).astype(np.int64)
     a = np.concatenate(actions) if actions else np.full(len(n), NO_ACTION, np.int32)
     return n, np.concatenate(rows), a
 
