@@ -70,3 +70,40 @@ def oracle_changes(root: str, start: int, end: int | None) -> pa.Table:
 
     reader = deltalake.DeltaTable(root).load_cdf(starting_version=start, ending_version=end)
     return pa.table(reader.read_all())
+
+
+VECTORS_ON = {"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"}
+
+
+def write_vector_history(root: Path, rows: int) -> None:
+    """A change-feed table whose changes are all deletion-vector ones (no change files), one
+    commit per way a plan row selects rows by vector:
+
+    * v0: ``rows`` rows (``id``, ``k = id % 7``, ``g``), two partitions;
+    * v1: DELETE ``k IN (0, 2)``: each file re-added with a vector (deletes: ONLY_ROWS of it);
+    * v2: DELETE ``k = 3 OR id < 100``: the vectors grow (deletes: the new minus the old;
+      the inserts, the old minus the new, are empty);
+    * v3: RESTORE to v1: the vectors shrink back (inserts: the rows v2 deleted; empty deletes);
+    * v4: an overwrite with 500 new rows: each file removed with its vector (deletes:
+      EXCEPT_ROWS, the file's live rows).
+    """
+    import numpy as np
+
+    import deltalog
+
+    ids = np.arange(rows, dtype=np.int64)
+    data = pa.table(
+        {
+            "id": pa.array(ids),
+            "k": pa.array(ids % 7),
+            "g": pa.array(np.where(ids % 2 == 0, "even", "odd")),
+        }
+    )
+    path = str(root)
+    deltalog.write_table(path, data, partition_by=["g"], configuration=VECTORS_ON)
+    deltalog.delete(path, "k IN (0, 2)")
+    deltalog.delete(path, "k = 3 OR id < 100")
+    deltalog.restore(path, version=1)
+    new = data.slice(0, 500).set_column(0, "id", pa.array(ids[:500] + rows))
+    deltalog.write_table(path, new, mode="overwrite")
+    commit_times_from_commit_info(root)

@@ -119,7 +119,7 @@ def changes(args: argparse.Namespace) -> int:
     plan = plan_changes(
         log, resolve_range(log, CdfBounds.from_options(options, table=log.table_root))
     )
-    rows = read_plan(plan).to_pylist()
+    rows = read_plan(plan, log.store).to_pylist()
     if args.json:
         print_json(rows)
         return 0

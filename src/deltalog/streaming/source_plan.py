@@ -78,14 +78,13 @@ class VersionFiles:
     Attributes:
         version: the commit's version.
         files: the added files to read (``FILE_COLUMNS`` plus ``index``, the action's position
-            in the commit), or, under the change feed, the commit's change-feed plan rows.
-        rows: under the change feed, the plan's selected row indexes.
+            in the commit), or, under the change feed, the commit's change-feed plan rows
+            (deletion vectors as descriptors: O(files), whatever rows they select).
         timestamp: the commit's timestamp (ms), for change-feed rows.
     """
 
     version: int
     files: pa.Table
-    rows: pa.Table | None = None
     timestamp: int = 0
 
     @property
@@ -309,7 +308,7 @@ class SourcePlanner:
             files = plan.files.append_column(
                 "index", pa.array(np.arange(plan.files.num_rows), pa.int64())
             )
-            result = VersionFiles(version, files, plan.rows, timestamp)
+            result = VersionFiles(version, files, timestamp)
         else:
             result = VersionFiles(version, self._data_changes(commit, version))
         self._versions[version] = result
@@ -515,6 +514,4 @@ def _between(files: VersionFiles, after: int, upto: int | None) -> VersionFiles:
         keep &= indexes <= upto
     if keep.all():
         return files
-    return VersionFiles(
-        files.version, files.files.filter(pa.array(keep)), files.rows, files.timestamp
-    )
+    return VersionFiles(files.version, files.files.filter(pa.array(keep)), files.timestamp)

@@ -14,14 +14,8 @@ import pytest
 import deltalog
 from deltalog import errors
 from deltalog.actions import DeletionVectorDescriptor
-from deltalog.change_data_feed import (
-    CdfRange,
-    TableLayout,
-    plan_changes,
-    read_change_file,
-    read_plan,
-)
-from deltalog.data_files import read_parquet, select_rows, to_logical
+from deltalog.change_data_feed import CdfRange, plan_changes, read_change_file, read_plan
+from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logical
 from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.delta_log import DeltaLog
 from deltalog.paths import resolve
@@ -244,12 +238,8 @@ def _change_rows(planner: SourcePlanner, batches: list[StreamBatch]) -> pa.Table
     parts = []
     for batch in batches:
         for commit in batch.commits:
-            from deltalog.change_data_feed import ChangePlan
-
-            by_spec = ChangePlan(CdfRange(0, 0), planner.log.update(), commit.files, commit.rows)
-            selected = by_spec.rows_by_spec()
             for spec in commit.files.to_pylist():
-                parts.append(read_change_file(layout, spec, selected.get(spec["spec_id"])))
+                parts.append(read_change_file(layout, spec))
     return pa.concat_tables(parts)
 
 

@@ -7,7 +7,8 @@ the rows of a long range are read in parallel across the cluster:
 * each row is joined to the plan rows of its file (a file added in one commit and removed in a
   later one is read once and appears twice: as inserts and as deletes);
 * deletion vectors select rows by ``_metadata.row_index``: all rows, all but the vector's, or
-  only the listed ones (a vector replaced inside a commit);
+  only those of one vector the other lacks (a vector replaced inside a commit); the vectors
+  are read in the executors (:mod:`deltalog.spark.read.change_vectors`), never on the driver;
 * partition values, the change type, the commit version and the commit timestamp come from the
   plan; change files bring their own ``_change_type``;
 * a commit's large whole-file reads of one change type (a first write, an overwrite) get a scan
@@ -37,8 +38,6 @@ from deltalog.change_data_feed import (
     CHANGE_TYPE,
     COMMIT_TIMESTAMP,
     COMMIT_VERSION,
-    EXCEPT_ROWS,
-    ONLY_ROWS,
     CdfBounds,
     ChangePlan,
     cdc_read_schema,
@@ -48,6 +47,7 @@ from deltalog.change_data_feed import (
 from deltalog.partition_values import typed_partition_values
 from deltalog.scan.plan import partitions_from_paths, spark_file_uris
 from deltalog.schema import PrimitiveType, StructField, StructType
+from deltalog.spark.read.change_vectors import MODE, SPEC, select_rows
 from deltalog.spark.read.common import FILE, ROW, read_files_or_raise
 from deltalog.spark.read.scan import logical_columns, physical_field, through_seam
 from deltalog.spark.read.seam_scan import changes_through_seam
@@ -59,7 +59,6 @@ if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
     from deltalog.storage.base import LogStore
 
-SPEC, MODE, HIT = "__deltalog_spec", "__deltalog_mode", "__deltalog_hit"
 # Plans up to this many file reads are broadcast to the scans.
 BROADCAST_ROWS = 200_000
 # A commit's whole-file reads of one change type of at least this many bytes get a scan of
@@ -106,7 +105,8 @@ def changes_to_df(spark: SparkSession, plan: ChangePlan, store: LogStore) -> Any
         selects = not pc.all(pc.equal(joined["mode"], ALL_ROWS)).as_py()
         df = _scan(spark, physical, data_paths, plan, store, row_index=selects)
         assert specs is not None
-        df = _select_rows(spark, plan, joined, df.join(specs, on=FILE, how="inner"))
+        df = df.join(specs, on=FILE, how="inner")
+        df = select_rows(spark, snapshot.table_root, joined, df, store)
         parts.append(df.drop(FILE))
     cdc_paths = _distinct(cdc["path"])
     if cdc_paths:
@@ -238,28 +238,6 @@ def scan_tasks(spark: SparkSession, total_bytes: int) -> int | None:
     per_task = parse_byte_size(conf_get(spark, "spark.sql.files.maxPartitionBytes", "128m"))
     per_task = max(per_task or 128 * 2**20, 1)
     return max(floor, math.ceil(total_bytes / per_task), 1)
-
-
-def _select_rows(spark: SparkSession, plan: ChangePlan, files: pa.Table, df: Any) -> Any:
-    """Rows of data files as the plan rows ``files`` select them (all, all but a DV's, only
-    listed ones)."""
-    modes = set(pc.unique(files["mode"]).to_pylist())
-    if modes == {ALL_ROWS}:
-        return df.drop(SPEC, MODE, ROW)
-    rows = plan.rows.rename_columns([SPEC, ROW]).append_column(
-        HIT, pa.array([True] * plan.rows.num_rows)
-    )
-    rows_df = arrow_to_df(spark, rows)
-    if plan.rows.num_rows <= BROADCAST_ROWS:
-        rows_df = F.broadcast(rows_df)
-    df = df.join(rows_df, on=[SPEC, ROW], how="left")
-    hit = F.col(HIT).isNotNull()
-    keep = (
-        (F.col(MODE) == ALL_ROWS)
-        | ((F.col(MODE) == EXCEPT_ROWS) & ~hit)
-        | ((F.col(MODE) == ONLY_ROWS) & hit)
-    )
-    return df.where(keep).drop(SPEC, MODE, ROW, HIT)
 
 
 def _specs(spark: SparkSession, plan: ChangePlan, files: pa.Table, mode: str) -> Any:

@@ -27,7 +27,6 @@ from pyspark.sql.datasource import DataSource, DataSourceReader
 from deltalog import errors
 from deltalog.change_data_feed import (
     CdfBounds,
-    ChangePlan,
     cdc_read_schema,
     is_cdc_read,
     plan_changes,
@@ -64,7 +63,7 @@ class DeltaDataSource(DataSource):
         opts = read_options(options)
         # Object-store credentials and endpoints (delta-rs's names): never in error messages.
         self._storage = storage_of(opts)
-        self._cdf: ChangePlan | None = None
+        self._cdf = False  # a change-feed read
         self._stream: Any = None
         if opts.get(STREAMING_MARKER) == "true":
             self._plan_stream(opts)
@@ -92,25 +91,22 @@ class DeltaDataSource(DataSource):
         self._tasks = file_groups(tasks, [int(r["size"] or 0) for r in rows])
 
     def _plan_changes(self, opts: dict[str, str]) -> None:
-        """A change-feed read: the plan's file reads become the tasks."""
+        """A change-feed read: the plan's file reads become the tasks, each with its plan row
+        (deletion vectors as descriptors, read by the task)."""
         log = DeltaLog.for_table(opts["path"], storage_options=self._storage.as_dict())
         plan = plan_changes(
             log, resolve_range(log, CdfBounds.from_options(opts, table=log.table_root))
         )
         snapshot = plan.snapshot
-        self._cdf = plan
+        self._cdf = True
         self._table_root = snapshot.table_root
         self._schema_json = snapshot.schema.to_json()
         self._partition_columns = list(snapshot.partition_columns)
         self._mode = snapshot.column_mapping_mode
-        by_spec = plan.rows_by_spec()
         tasks = []
         for spec in plan.files.to_pylist():
-            rows = by_spec.get(spec["spec_id"])
             spec["partitionValues"] = dict(spec["partitionValues"] or [])
-            tasks.append(
-                ChangeTask(json.dumps(spec), None if rows is None else tuple(rows.tolist()))
-            )
+            tasks.append(ChangeTask(json.dumps(spec)))
         self._tasks = file_groups(tasks, [1] * len(tasks))
 
     def _plan_stream(self, opts: dict[str, str]) -> None:
@@ -158,7 +154,7 @@ class DeltaDataSource(DataSource):
         table_schema = parse_schema(self._schema_json)
         if self._stream is not None and self._stream_cdf:
             return to_spark_schema(cdc_read_schema(table_schema))
-        if self._cdf is not None:
+        if self._cdf:
             return to_spark_schema(cdc_read_schema(table_schema))
         return to_spark_schema(read_schema(table_schema))
 

@@ -14,7 +14,6 @@ import dataclasses
 import json
 from collections.abc import Iterator, Sequence
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
@@ -39,10 +38,10 @@ class FileTask(InputPartition):
 
 @dataclasses.dataclass(frozen=True)
 class ChangeTask(InputPartition):
-    """One file read of a change-feed plan: the plan row (JSON) and its selected rows."""
+    """One file read of a change-feed plan: the plan row (JSON), deletion vectors as
+    descriptors; the task reads them (O(files) on the driver, whatever the vectors hold)."""
 
     spec: str
-    rows: tuple[int, ...] | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,8 +96,8 @@ class DeltaReader(DataSourceReader):
 
     def _read_change(self, schema: StructType, task: ChangeTask) -> pa.Table:
         layout = TableLayout(self.table_root, schema, tuple(self.partition_columns), self.mode)
-        rows = None if task.rows is None else np.array(task.rows, dtype=np.int64)
-        return read_change_file(layout, json.loads(task.spec), rows)
+        # The plan row's vectors are read here, on the executor, through the storage seam.
+        return read_change_file(layout, json.loads(task.spec), store_for(self.table_root))
 
 
 def read_file(

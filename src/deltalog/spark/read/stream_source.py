@@ -36,7 +36,6 @@ from deltalog.change_data_feed import (
     COMMIT_TIMESTAMP,
     COMMIT_VERSION,
     INSERT,
-    ChangePlan,
 )
 from deltalog.delta_log import DeltaLog
 from deltalog.paths import resolve
@@ -146,20 +145,10 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     sizes.append(int(row["size"] or 0))
                 continue
 
-            rows = commit.rows
-            by_spec = (
-                ChangePlan(None, None, commit.files, rows).rows_by_spec()  # type: ignore[arg-type]
-                if rows is not None
-                else {}
-            )
+            # Plan rows carry their deletion vectors as descriptors: the task reads them.
             for spec in commit.files.drop_columns(["index"]).to_pylist():
-                selected = by_spec.get(spec["spec_id"])
                 spec["partitionValues"] = dict(spec["partitionValues"] or [])
-                tasks.append(
-                    ChangeTask(
-                        json.dumps(spec), None if selected is None else tuple(selected.tolist())
-                    )
-                )
+                tasks.append(ChangeTask(json.dumps(spec)))
                 sizes.append(1)
         return tasks, sizes
 
