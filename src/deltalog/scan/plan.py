@@ -11,7 +11,10 @@ value and per deletion vector, never per file:
   itself from the paths (``basePath``); filters on them then prune files in Spark's own scan.
   Otherwise (column mapping, other layouts, timestamp/decimal/float/binary columns) a table of
   typed values per file is joined on ``_metadata.file_path``;
-* deleted rows: each deletion vector's row indexes, keyed by the file's ``_metadata.file_path``.
+* deletion vectors: each file's descriptor (one row per file that has one), keyed by the file's
+  ``_metadata.file_path``; the vectors themselves are read only when asked
+  (:func:`deleted_rows`), so the inputs stay in proportion to the files, never to the deleted
+  rows (a DELETE of millions of rows leaves millions of row indexes in its vectors).
 
 The inputs of a whole snapshot are cached per snapshot (an immutable table version).
 """
@@ -22,6 +25,7 @@ import dataclasses
 import weakref
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -38,6 +42,8 @@ if TYPE_CHECKING:
     from deltalog.storage.base import LogStore
 
 FILE, ROW = "__deltalog_file", "__deltalog_row"
+# The column of ``ScanInputs.deletion_vectors`` holding each file's descriptor (the log's struct).
+VECTOR = "deletionVector"
 # Spark's file source globs these, and Hadoop's Path cannot take ':' inside a name.
 UNREADABLE = r"[*?\[\]{}\\:]"
 # Partition column types whose hive directory strings Spark casts to the values the log's
@@ -58,13 +64,23 @@ _NOT_URI_SAFE = r"[^A-Za-z0-9_\-!.~'()*,;:$&+=/@]"
 class ScanInputs:
     """The scan of some files: ``paths`` (local, in file order), whether partition columns
     come from the paths (``base_path`` is then the table root), the typed partition values to
-    join otherwise (``FILE`` + one column per partition column), and deleted rows
-    (``FILE``, ``ROW``) when any file has a deletion vector."""
+    join otherwise (``FILE`` + one column per partition column), and, when any file has a
+    deletion vector, ``deletion_vectors``: one row per such file, ``FILE`` and :data:`VECTOR`
+    (its descriptor as in the log: ``storageType``, ``pathOrInlineDv``, ``offset``,
+    ``sizeInBytes``, ``cardinality``). Every part is in proportion to the files."""
 
     paths: pa.Array
     base_path: str | None
     partition_values: pa.Table | None
-    deleted: pa.Table | None
+    deletion_vectors: pa.Table | None
+
+    @property
+    def deleted_row_count(self) -> int:
+        """The rows the deletion vectors delete, by the descriptors' cardinalities."""
+        if self.deletion_vectors is None:
+            return 0
+        cardinality = pc.struct_field(self.deletion_vectors[VECTOR], "cardinality")
+        return int(pc.sum(cardinality).as_py() or 0)
 
 
 _CACHE: weakref.WeakKeyDictionary[Snapshot, ScanInputs] = weakref.WeakKeyDictionary()
@@ -91,10 +107,10 @@ def scan_inputs(snapshot: Snapshot, store: LogStore, files: pa.Table) -> ScanInp
     values = None
     if snapshot.partition_columns and not from_paths:
         values = _partition_values(snapshot, files, paths)
-    deleted = _deleted_rows(snapshot, store, files, paths)
+    vectors = _deletion_vectors(files, paths)
     if is_remote(root):  # the JVM reader (with a Hadoop connector) wants Hadoop's names
         paths, root = hadoop_names(paths), hadoop_names(pa.array([root])).to_pylist()[0]
-    return ScanInputs(paths, root if from_paths else None, values, deleted)
+    return ScanInputs(paths, root if from_paths else None, values, vectors)
 
 
 def hadoop_names(paths: pa.Array) -> pa.Array:
@@ -215,22 +231,33 @@ def _partition_values(snapshot: Snapshot, files: pa.Table, paths: pa.Array) -> p
     return pa.table(columns)
 
 
-def _deleted_rows(
-    snapshot: Snapshot, store: LogStore, files: pa.Table, paths: pa.Array
-) -> pa.Table | None:
-    column = _array(files["deletionVector"])
+def _deletion_vectors(files: pa.Table, paths: pa.Array) -> pa.Table | None:
+    """``FILE`` and :data:`VECTOR` of the files of ``files`` that have a deletion vector."""
+    column = _array(files[VECTOR])
     if column.null_count == len(column):
         return None
     with_dv = pc.is_valid(column)
-    keys = spark_file_uris(pc.filter(paths, with_dv)).to_pylist()
-    file_keys: list[pa.Array] = []
-    rows: list[pa.Array] = []
-    for key, dv in zip(keys, pc.filter(column, with_dv).to_pylist(), strict=True):
+    keys = spark_file_uris(pc.filter(paths, with_dv))
+    return pa.table({FILE: keys, VECTOR: pc.filter(column, with_dv)})
+
+
+def deleted_rows(table_root: str, store: LogStore, vectors: pa.Table) -> pa.Table:
+    """Every row the ``vectors`` (a ``ScanInputs.deletion_vectors`` table) delete, as ``FILE``
+    and ``ROW`` (``int64``) pairs: one Arrow row per deleted row, so callers bound the total
+    first (``ScanInputs.deleted_row_count``).
+
+    Raises:
+        InvalidTableError: a vector's file is missing or does not match its descriptor.
+    """
+    rows: list[np.ndarray] = []
+    for dv in vectors[VECTOR].to_pylist():
         descriptor = DeletionVectorDescriptor.from_dict(dv)
-        deleted = read_deletion_vector(store, snapshot.table_root, descriptor)
-        rows.append(pa.array(deleted.astype("int64")))
-        file_keys.append(pa.array([key] * len(deleted), pa.string()))
-    return pa.table({FILE: pa.concat_arrays(file_keys), ROW: pa.concat_arrays(rows)})
+        rows.append(read_deletion_vector(store, table_root, descriptor).astype(np.int64))
+    counts = np.array([len(r) for r in rows], dtype=np.int64)
+    files = np.repeat(np.arange(len(rows), dtype=np.int64), counts)
+    keys = pc.take(_array(vectors[FILE]), pa.array(files))
+    flat = np.concatenate(rows) if rows else np.empty(0, np.int64)
+    return pa.table({FILE: keys, ROW: pa.array(flat)})
 
 
 def _array(values: pa.ChunkedArray | pa.Array) -> pa.Array:

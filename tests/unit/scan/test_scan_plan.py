@@ -12,7 +12,14 @@ import pytest
 
 from deltalog import DeltaLog, errors
 from deltalog.paths import resolve
-from deltalog.scan.plan import FILE, scan_inputs, snapshot_inputs, spark_file_uri
+from deltalog.scan.plan import (
+    FILE,
+    VECTOR,
+    deleted_rows,
+    scan_inputs,
+    snapshot_inputs,
+    spark_file_uri,
+)
 from tests.conformance.oracle import TABLES
 
 
@@ -79,5 +86,12 @@ def test_deleted_rows_of_a_shared_table() -> None:
     inputs = snapshot_inputs(snapshot, log.store)
     assert inputs.base_path == snapshot.table_root  # part=N directories
     files = snapshot.all_files_arrow()
-    cardinality = sum(dv["cardinality"] for dv in files["deletionVector"].to_pylist() if dv)
-    assert inputs.deleted is not None and inputs.deleted.num_rows == cardinality > 0
+    dvs = [dv for dv in files["deletionVector"].to_pylist() if dv]
+    cardinality = sum(dv["cardinality"] for dv in dvs)
+    # One row per file with a vector, never one per deleted row; those are read when asked.
+    vectors = inputs.deletion_vectors
+    assert vectors is not None and vectors[VECTOR].to_pylist() == dvs
+    assert inputs.deleted_row_count == cardinality > 0
+    pairs = deleted_rows(snapshot.table_root, log.store, vectors)
+    assert pairs.num_rows == cardinality
+    assert set(pairs[FILE].to_pylist()) == set(vectors[FILE].to_pylist())

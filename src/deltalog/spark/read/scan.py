@@ -9,8 +9,9 @@ parquet files do not hold comes from their paths or is joined in by file:
 * partition values: from hive-style directories by Spark's reader itself (so filters on them
   prune files), else typed from the schema (PROTOCOL.md "Partition Value Serialization") and
   joined;
-* deleted rows: each file's deletion vector, as (file, row index) pairs, removed by an anti-join
-  on ``_metadata.row_index``;
+* deleted rows: each file's deletion vector, matched on ``_metadata.row_index``: pairs read on
+  the driver and anti-joined when few, applied in the executors otherwise
+  (:mod:`~deltalog.spark.read.deletion_vectors`);
 * column mapping: data is read by physical name (``name``) or parquet field id (``id``; on
   Spark Connect through the storage seam, :func:`through_seam`) and renamed to logical names
   (nested fields too) by a struct cast.
@@ -42,6 +43,7 @@ from deltalog.schema import (
     read_schema as visible_schema,
 )
 from deltalog.spark.read.common import FILE, ROW, read_files_or_raise
+from deltalog.spark.read.deletion_vectors import drop_deleted_rows
 from deltalog.spark.read.delta_read import DeltaRead, tag, tag_filtered
 from deltalog.spark.read.listed import listed_read
 from deltalog.spark.read.seam_scan import read_through_seam, seam_dataframe
@@ -143,12 +145,10 @@ def scan_dataframe(
         )
     # Only where needed: a relation with ``_metadata`` in its output reads every metadata
     # field, the row index included, whatever the query then keeps.
-    if row_ids or inputs.deleted is not None or inputs.partition_values is not None:
+    if row_ids or inputs.deletion_vectors is not None or inputs.partition_values is not None:
         file_path, row_index = df["_metadata.file_path"], df["_metadata.row_index"]
         df = df.select("*", file_path.alias(FILE), row_index.alias(ROW))
-    if inputs.deleted is not None:
-        deleted = arrow_to_df(spark, inputs.deleted)
-        df = df.join(F.broadcast(deleted), on=[FILE, ROW], how="left_anti")
+    df = drop_deleted_rows(spark, df, inputs, snapshot.table_root, store)
     if inputs.partition_values is not None:
         values = arrow_to_df(spark, inputs.partition_values)
         df = df.join(F.broadcast(values), on=FILE, how="inner")
