@@ -6,7 +6,8 @@ A scan (:func:`deltalog.spark.read.scan.scan_dataframe`) carries each row's file
 (:data:`~deltalog.scan.plan.ROW`, its ``_metadata.row_index``); its inputs carry one descriptor
 per file that has a vector (``ScanInputs.deletion_vectors``). :func:`drop_deleted_rows` chooses
 by the descriptors' total cardinality against ``spark.deltalog.deletionVectors.broadcastRows``
-(:data:`BROADCAST_ROWS_KEY`, default :data:`DEFAULT_BROADCAST_ROWS`):
+(:data:`BROADCAST_ROWS_KEY`, default :data:`DEFAULT_BROADCAST_ROWS`; none when the session turned
+Spark's broadcasts off):
 
 * at most that many: the vectors are read on the driver into (file, row) pairs and removed by a
   broadcast anti-join (no Python worker round trip: the fastest for small vectors);
@@ -48,8 +49,9 @@ if TYPE_CHECKING:
     from deltalog.storage.base import LogStore
 
 BROADCAST_ROWS_KEY = "spark.deltalog.deletionVectors.broadcastRows"
-# 1M pairs: ~0.1 GB as Arrow on the driver and as a broadcast relation (bench/README.md).
-DEFAULT_BROADCAST_ROWS = 1_000_000
+# 100k pairs: ~10 MB as Arrow on the driver and as a broadcast relation, Spark's own default
+# broadcast size (1M pairs are ~0.1 GB: bench/README.md).
+DEFAULT_BROADCAST_ROWS = 100_000
 NUMBER = "__deltalog_dv_number"
 # Each Python worker keeps the vectors it read up to this many bytes (the last one always).
 CACHE_BYTES = 256 * 2**20
@@ -86,11 +88,15 @@ def _drop_in_executors(spark: Any, df: Any, vectors: VectorSet, keys: pa.Chunked
 
 
 def broadcast_rows(spark: Any) -> int:
-    """The session's :data:`BROADCAST_ROWS_KEY`: the most deleted rows read on the driver.
+    """The most deleted rows read on the driver and broadcast: the session's
+    :data:`BROADCAST_ROWS_KEY`, or none when the session turned Spark's broadcasts off
+    (``spark.sql.autoBroadcastJoinThreshold`` -1: its driver is not to hold built relations).
 
     Raises:
         InvalidArgumentError: the value is not a whole number.
     """
+    if conf_get(spark, "spark.sql.autoBroadcastJoinThreshold", "10MB").strip() == "-1":
+        return 0
     text = conf_get(spark, BROADCAST_ROWS_KEY, str(DEFAULT_BROADCAST_ROWS))
     try:
         return int(text)
