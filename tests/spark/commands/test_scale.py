@@ -1,13 +1,13 @@
 """DML at cluster scale: the driver holds files, never a row per changed row.
 
-A session whose ``spark.driver.maxResultSize`` is 1 MiB runs, on one table of 2M rows in 4
+A session whose ``spark.driver.maxResultSize`` is 1 MiB runs, on one table of 1M rows in 4
 files with deletion vectors on, one after the other: a DELETE of half the rows, an UPDATE of a
 quarter, a MERGE of a quarter (half updated, half deleted), and a read of the result. The limit
-is far below the changed rows (500k rows at a few bytes each are megabytes, whatever the
+is far below the changed rows (250k rows at a few bytes each are megabytes, whatever the
 encoding) and far above what a command needs about files (a few KB for 4 files): any job that
 brings rows to the driver, a collect or a broadcast (which is collected by the driver first),
 fails the command with Spark's "Total size of serialized results ... is bigger than
-spark.driver.maxResultSize". Spark's own size-based broadcasts are off (the MERGE's source, 500k
+spark.driver.maxResultSize". Spark's own size-based broadcasts are off (the MERGE's source, 250k
 rows, is under Spark's 10 MB estimate); a broadcast deltalog asks for counts. On local-cluster
 ``spark.rpc.message.maxSize`` is 1 MiB as well, so rows the driver sends to the executors inside
 tasks fail too ("Serialized task ... exceeds max allowed").
@@ -39,7 +39,7 @@ from tests.spark.scripts import run_script
 
 pytestmark = pytest.mark.spark
 
-ROWS = 2_000_000
+ROWS = 1_000_000
 FILES = 4
 MAX_RESULT = "1m"  # 1 MiB: the changed rows are many times that
 STEPS = ("write", "delete", "update", "merge", "read")
@@ -104,7 +104,7 @@ def session(mode: str) -> tuple[Any, Any]:
         .appName(f"deltalog-test-scale-{mode}")
         .config("spark.driver.maxResultSize", MAX_RESULT)
         # Spark's own choice to broadcast a join side it estimates under 10 MB (the MERGE's
-        # source is 500k rows) would be refused by the limit as well: off; a broadcast deltalog
+        # source is 250k rows) would be refused by the limit as well: off; a broadcast deltalog
         # asks for (F.broadcast) still counts.
         .config("spark.sql.autoBroadcastJoinThreshold", "-1")
         .config("spark.ui.enabled", "false")
