@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from deltalog.storage.base import LogStore
 
 FILE, ROW = "__deltalog_file", "__deltalog_row"
+# With ``FILE`` and ``ROW``: whether the task that read the row read its whole file (Spark splits
+# large files between tasks).
+WHOLE = "__deltalog_whole_file"
 # The column of ``ScanInputs.deletion_vectors`` holding each file's descriptor (the log's struct).
 VECTOR = "deletionVector"
 # Spark's file source globs these, and Hadoop's Path cannot take ':' inside a name.

@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from deltalog import errors
 from deltalog.scan.row_filter import PartitionMatcher
-from deltalog.spark.session import arrow_to_df, to_arrow
+from deltalog.spark.session import arrow_to_df, empty_frame, to_arrow
 
 _ROW = "__deltalog_partition_row"
 
@@ -90,7 +90,7 @@ def is_partition_condition(
             (``DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED``), as the reference refuses them.
     """
     cond = condition_column(condition)
-    resolved = _analysed(spark.createDataFrame([], schema).where(cond))
+    resolved = _analysed(empty_frame(spark, schema).where(cond))
     subquery, deterministic = _shape(resolved, condition)
     if subquery:
         raise errors.unsupported_subquery(operation, condition_sql(condition), table)
@@ -101,7 +101,7 @@ def is_partition_condition(
         return False
     partition_schema = T.StructType([f for f in schema.fields if f.name.lower() in names])
     try:
-        _analysed(spark.createDataFrame([], partition_schema).where(cond))
+        _analysed(empty_frame(spark, partition_schema).where(cond))
     except AnalysisException:  # it names a data column
         return False
     return True

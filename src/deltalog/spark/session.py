@@ -84,11 +84,32 @@ def arrow_to_df(spark: SparkSession, table: pa.Table, *, local: bool = True) -> 
 
 
 def conf_get(spark: Any, key: str, default: str) -> str:
+    """The session's setting ``key``, or ``default`` where it is not set (as
+    ``spark.conf.get(key, default)``, which a classic session answers in milliseconds: py4j
+    resolves its overloads anew each call; asked whether the key is set, then for it, the JVM
+    answers in a tenth of that)."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is not None:
+        try:
+            jconf = jsession.conf()
+            return str(jconf.get(key)) if jconf.contains(key) else default
+        except Exception:  # a session without ``contains``: the general path
+            pass
     try:
         value = spark.conf.get(key, default)
     except Exception:  # Connect raises for unknown keys on some versions
         return default
     return default if value is None else str(value)
+
+
+def empty_frame(spark: Any, schema: Any) -> DataFrame:
+    """An empty DataFrame of ``schema`` (a Spark ``StructType``): on a classic session made in
+    the JVM at once (``createDataFrame([])`` goes through an RDD of no rows)."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:
+        return spark.createDataFrame([], schema)
+    jschema = jsession.parseDataType(schema.json())
+    return DataFrame(jsession.createDataFrame(spark._jvm.java.util.ArrayList(), jschema), spark)
 
 
 def checkpoint_options(spark: Any) -> CheckpointOptions | None:

@@ -43,7 +43,7 @@ from deltalog.commands.dml.file_changes import (
 from deltalog.commands.write.write_into_delta import dml_plan
 from deltalog.scan.predicate import Predicate, parse_predicate
 from deltalog.scan.row_filter import typed_partitions
-from deltalog.spark.commands.vector_job import Marks, MarkSpec, mark_rows, numbered
+from deltalog.spark.commands.vector_job import Marks, MarkSpec, mark_rows, numbered, read_task
 from deltalog.spark.conditions import (
     condition_column,
     condition_sql,
@@ -51,10 +51,10 @@ from deltalog.spark.conditions import (
     is_true,
     partition_mask,
 )
-from deltalog.spark.read.common import FILE, ROW, file_keys
+from deltalog.spark.read.common import FILE, ROW, WHOLE, file_keys
 from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.schema import to_spark_schema
-from deltalog.spark.session import to_arrow
+from deltalog.spark.session import empty_frame, to_arrow
 from deltalog.spark.write.batch import write_change_rows, write_rows
 from deltalog.txn import operations
 
@@ -76,7 +76,7 @@ def schema_frame(spark: SparkSession, snapshot: Snapshot) -> Any:
     sessions; no job runs)."""
     if getattr(spark, "_jsparkSession", None) is None:
         return None
-    return spark.createDataFrame([], to_spark_schema(snapshot.schema))
+    return empty_frame(spark, to_spark_schema(snapshot.schema))
 
 
 def _whole_files(spark: SparkSession, snapshot: Snapshot, condition: Any, operation: str) -> bool:
@@ -136,11 +136,12 @@ def mark_matching(spark: SparkSession, txn: Transaction, files: pa.Table, hit: A
     holds for deleted, in the executors (:mod:`~deltalog.spark.commands.vector_job`); the
     vector files are written, not committed."""
     snapshot = _snapshot(txn)
-    matches = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True).where(hit)
+    scan = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True, whole=True)
+    matches = read_task(scan.where(hit).select(FILE, ROW, WHOLE))
     keys = file_keys(snapshot, files)
     return mark_rows(
         spark,
-        numbered(spark, matches.select(FILE, ROW), keys),
+        numbered(spark, matches, keys),
         files,
         keys,
         table_root=snapshot.table_root,

@@ -9,7 +9,9 @@ DELETE, UPDATE and MERGE find the rows they change with a scan that carries each
 in the stage that found the rows, one Roaring bitmap per file and clause; after a shuffle of
 those bitmaps by file, every file's in one task, which merges them with the file's old vector
 (read through the storage seam), writes the vector (one vector file per task; small vectors
-inline), counts MERGE's rows per clause and runs its multiple-match check.
+inline), counts MERGE's rows per clause and runs its multiple-match check. Where Spark reads
+each file in one task and the rows stay there (DELETE and UPDATE on files no larger than
+Spark's split size), the first stage does it all: one job, no shuffle.
 
 So the driver receives O(files) rows, never a row per changed row: it builds the ``remove`` and
 ``add`` actions from them and the candidate files' own log rows
@@ -20,6 +22,7 @@ file it wrote; :meth:`Marks.abort` deletes them all when the command does not co
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,21 +42,28 @@ from deltalog.commands.dml.file_changes import (
 from deltalog.spark.commands.vector_tasks import (
     PIECES_DDL,
     RESULTS_DDL,
+    SPLIT,
     FileCodes,
     MarkSpec,
     MarkTask,
     PartialTask,
     TaskFile,
+    WholeTask,
 )
-from deltalog.spark.read.common import FILE, ROW
-from deltalog.spark.session import arrow_to_df, conf_get, to_arrow
+from deltalog.spark.read.common import FILE, ROW, WHOLE
+from deltalog.spark.session import arrow_to_df, conf_get, is_connect, to_arrow
 from deltalog.storage.options import registered
+from deltalog.table_properties import parse_byte_size
 from deltalog.write.deletion_vectors import random_prefix_length
 
 if TYPE_CHECKING:
     from deltalog.storage.base import LogStore
 
 NUMBER = "__deltalog_file_number"
+# The number of the task that read the row's whole file, or -1 (see ``read_task``).
+TASK = "__deltalog_read_task"
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -138,6 +148,15 @@ def numbered(spark: SparkSession, rows: Any, keys: Sequence[str]) -> Numbered:
     return Numbered(joined.select(NUMBER, *others), None)
 
 
+def read_task(rows: Any) -> Any:
+    """``rows`` (a scan's, with :data:`WHOLE`, filtered) with :data:`TASK` instead: the
+    number of the task that read the row where it read the row's whole file, else -1. Taken
+    after the filter (a column that is not deterministic would keep Spark from pushing the
+    filter into the parquet reader)."""
+    task = F.when(rows[WHOLE], F.spark_partition_id()).otherwise(F.lit(-1))
+    return rows.select(*[c for c in rows.columns if c != WHOLE], task.alias(TASK))
+
+
 def mark_rows(
     spark: SparkSession,
     rows: Numbered,
@@ -152,6 +171,10 @@ def mark_rows(
     file in the executors and mark them there (see the module docstring); ``files`` are the
     candidate files (rows of ``all_files_arrow()``) and ``keys`` their scan keys. Returns the
     touched files, in ``files``' order.
+
+    Where ``rows`` carry :data:`TASK` (:func:`read_task`) and Spark will read every file in
+    one task (:func:`whole_files_read`), the stage that found the rows also marks them: no
+    shuffle, one job. A task that finds otherwise fails before writing; both stages then run.
     """
     if files.num_rows == 0:
         return Marks(files, [], [], [], table_root)
@@ -163,12 +186,55 @@ def mark_rows(
         spec,
         random_prefix_length(configuration, table_root),
     )
-    parts = max(1, min(len(keys), int(conf_get(spark, "spark.sql.shuffle.partitions", "200"))))
-    # Each stage's bitmaps per file and clause, then every file's in one task.
     partial = PartialTask(spec, rows.codes)
+    if TASK in rows.frame.columns and whole_files_read(spark, files.column("size").to_pylist()):
+        whole = rows.frame.select(*columns, F.col(TASK)).mapInArrow(
+            WholeTask(partial, task), RESULTS_DDL
+        )
+        try:
+            return _marks(to_arrow(whole), files, list(keys), table_root)
+        except Exception as e:  # Spark's exception types differ by session kind
+            if SPLIT not in str(e):
+                raise
+            _log.info("deletion vectors of %s: a file was split between tasks", table_root)
+    parts = min(len(keys), int(conf_get(spark, "spark.sql.shuffle.partitions", "200")))
+    if not is_connect(spark):  # one wave of tasks: each costs a Python worker's round trip
+        parts = min(parts, int(spark.sparkContext.defaultParallelism))
+    parts = max(1, parts)
+    # Each stage's bitmaps per file and clause, then every file's in one task.
     pieces = rows.frame.select(*columns).mapInArrow(partial, PIECES_DDL)
     out = to_arrow(pieces.repartition(parts, "number").mapInArrow(task, RESULTS_DDL))
     return _marks(out, files, list(keys), table_root)
+
+
+def whole_files_read(spark: SparkSession, sizes: Sequence[int]) -> bool:
+    """Whether Spark's file source reads each of files of ``sizes`` (bytes) in one task: it
+    splits those larger than ``min(maxPartitionBytes, max(openCostInBytes, bytesPerCore))``,
+    bytesPerCore being the files' bytes (plus the open cost of each) over the scan's minimum
+    partitions (Spark's ``FilePartition.maxSplitBytes``). Where that minimum is unknown (a
+    Connect session that does not set it), the split size is taken at its least."""
+    max_bytes = _conf_bytes(spark, "spark.sql.files.maxPartitionBytes", 128 << 20)
+    open_cost = _conf_bytes(spark, "spark.sql.files.openCostInBytes", 4 << 20)
+    least = _min_partitions(spark)
+    split = min(max_bytes, open_cost)
+    if least is not None:
+        per_core = (sum(sizes) + open_cost * len(sizes)) // max(1, least)
+        split = min(max_bytes, max(open_cost, per_core))
+    return max(sizes, default=0) <= split
+
+
+def _conf_bytes(spark: SparkSession, key: str, default: int) -> int:
+    return parse_byte_size(conf_get(spark, key, str(default))) or default
+
+
+def _min_partitions(spark: SparkSession) -> int | None:
+    for key in ("spark.sql.files.minPartitionNum", "spark.sql.leafNodeDefaultParallelism"):
+        value = conf_get(spark, key, "")
+        if value.strip().isdigit():
+            return int(value)
+    if is_connect(spark):
+        return None
+    return int(spark.sparkContext.defaultParallelism)
 
 
 def _task_file(row: dict[str, Any]) -> TaskFile:

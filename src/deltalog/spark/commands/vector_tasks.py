@@ -11,6 +11,10 @@ final bitmap aggregation).
   a row more than once); the multiple-match check compares the pieces' cardinalities with
   their union's; the marked rows are merged with the file's old vector and written. It returns
   one row per file, and one per vector file written.
+* :class:`WholeTask` does both in the stage that found the rows, where Spark read every file in
+  one task and nothing moved the rows since (DELETE's and UPDATE's scans of files no larger
+  than Spark's split size): no shuffle, one job. It checks that each row was read, from its
+  whole file, by the task it is in, and fails before writing anything where one was not.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ RESULTS_DDL = (
     "old long, physical long, again long, path string"
 )
 NO_ACTION = 0  # DELETE and UPDATE rows have no clause
+SPLIT = "DELTALOG_FILE_SPLIT"  # the error of a WholeTask whose rows are not whole files
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +138,17 @@ class PartialTask:
         self.codes = codes
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        numbers, rows, actions = _gather(batches, self.spec.action is not None)
+        numbers, rows, actions, _ = _gather(batches, self.spec.action is not None, False)
+        pieces = self.pieces(numbers, rows, actions)
+        if pieces is not None:
+            yield pieces
+
+    def pieces(
+        self, numbers: np.ndarray, rows: np.ndarray, actions: np.ndarray
+    ) -> pa.RecordBatch | None:
+        """The bitmaps of these rows (``None`` for none)."""
         if not len(numbers):
-            return
+            return None
         if self.codes is not None:
             numbers = self.codes.number(numbers)
         order = np.lexsort((rows, actions, numbers))
@@ -149,7 +162,7 @@ class PartialTask:
                 unique = sorted_unique(rows[s + a : s + b].astype(np.uint64))
                 out["bitmap"].append(serialize_roaring_bitmap_array(unique))
                 out["repeats"].append(repeats)
-        yield pa.RecordBatch.from_pydict(out, schema=PIECES)
+        return pa.RecordBatch.from_pydict(out, schema=PIECES)
 
     def _repeats(self, rows: np.ndarray, actions: np.ndarray) -> bool:
         checked = self.spec.checked
@@ -157,6 +170,33 @@ class PartialTask:
             return False
         pairs = np.sort(rows[np.isin(actions, checked)])
         return bool(np.any(pairs[1:] == pairs[:-1]))
+
+
+class WholeTask:
+    """Both steps in the stage that found the rows, when every file's rows are all in one task
+    (no shuffle): rows (as :class:`PartialTask`'s, then the number of the task that read each
+    row's whole file, or -1) → :class:`MarkTask`'s results.
+
+    Raises:
+        RuntimeError: (:data:`SPLIT`) a row read by another task, or from part of its file;
+            before this task writes anything. The caller runs both stages instead.
+    """
+
+    def __init__(self, partial: PartialTask, mark: MarkTask) -> None:
+        self.partial = partial
+        self.mark = mark
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        numbers, rows, actions, parts = _gather(batches, self.partial.spec.action is not None, True)
+        context = TaskContext.get()
+        task = context.partitionId() if context is not None else -1
+        if np.any(parts != task):
+            raise RuntimeError(f"{SPLIT}: a file's rows are not all in task {task}")
+        pieces = self.partial.pieces(numbers, rows, actions)
+        if pieces is not None:
+            yield from self.mark(iter([pieces]))
 
 
 class MarkTask:
@@ -264,21 +304,22 @@ def combine(pieces: pa.Table, spec: MarkSpec) -> tuple[np.ndarray, dict[int, int
 
 
 def _gather(
-    batches: Iterator[pa.RecordBatch], with_action: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    numbers, rows, actions = [], [], []
+    batches: Iterator[pa.RecordBatch], with_action: bool, with_part: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The columns of ``batches`` (file, row index[, clause][, task]) as arrays."""
+    columns: list[list[np.ndarray]] = [[], [], [], []]
     for batch in batches:
         if not batch.num_rows:
             continue
-        numbers.append(batch.column(0).to_numpy(zero_copy_only=False))
-        rows.append(batch.column(1).to_numpy(zero_copy_only=False))
-        if with_action:
-            actions.append(batch.column(2).to_numpy(zero_copy_only=False))
-    if not numbers:
-        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int32)
-    n = np.concatenate(numbers).astype(np.int64)
-    a = np.concatenate(actions) if actions else np.full(len(n), NO_ACTION, np.int32)
-    return n, np.concatenate(rows), a
+        for i in range(batch.num_columns):
+            columns[i].append(batch.column(i).to_numpy(zero_copy_only=False))
+    if not columns[0]:
+        empty = np.empty(0, np.int64)
+        return empty, empty, np.empty(0, np.int32), empty
+    n = np.concatenate(columns[0]).astype(np.int64)
+    a = np.concatenate(columns[2]) if with_action else np.full(len(n), NO_ACTION, np.int32)
+    p = np.concatenate(columns[3 if with_action else 2]) if with_part else np.empty(0, np.int64)
+    return n, np.concatenate(columns[1]), a, p
 
 
 def _runs(values: np.ndarray) -> Iterator[tuple[int, int]]:

@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from deltalog import errors
-from deltalog.scan.plan import FILE, ROW, local_paths, spark_file_uris
+from deltalog.scan.plan import FILE, ROW, WHOLE, local_paths, spark_file_uris
 from deltalog.spark.session import NO_LISTING_JOB, is_connect, reader
 from deltalog.spark.session_clone import adopt, clone_with
 
@@ -35,6 +35,7 @@ __all__ = [
     "FILE",
     "NAN_SAFE_OPTIONS",
     "ROW",
+    "WHOLE",
     "file_keys",
     "has_floating",
     "newline_joined",

@@ -42,13 +42,13 @@ from deltalog.schema import StructField, StructType, map_fields
 from deltalog.schema import (
     read_schema as visible_schema,
 )
-from deltalog.spark.read.common import FILE, ROW, read_files_or_raise
+from deltalog.spark.read.common import FILE, ROW, WHOLE, read_files_or_raise
 from deltalog.spark.read.deletion_vectors import drop_deleted_rows
 from deltalog.spark.read.delta_read import DeltaRead, tag, tag_filtered
 from deltalog.spark.read.listed import listed_read
 from deltalog.spark.read.seam_scan import read_through_seam, seam_dataframe
 from deltalog.spark.schema import to_spark_schema
-from deltalog.spark.session import arrow_to_df, conf_get, is_connect
+from deltalog.spark.session import arrow_to_df, conf_get, empty_frame, is_connect
 from deltalog.spark.storage import jvm_reads, note_path
 
 if TYPE_CHECKING:
@@ -89,12 +89,15 @@ def scan_dataframe(
     files: pa.Table | None,
     *,
     row_ids: bool = False,
+    whole: bool = False,
     inputs: ScanInputs | None = None,
 ) -> Any:
     """The live rows of ``files`` (rows of ``all_files_arrow()``; or those ``inputs`` were
     built from) with the table's logical columns; with ``row_ids``, also :data:`FILE` (the
     :func:`~deltalog.spark.read.common.file_keys` value of each row's file) and :data:`ROW`
-    (its physical row index), which deletion vectors are made of.
+    (its physical row index), which deletion vectors are made of; with ``whole`` too,
+    :data:`WHOLE` (whether the task reading the row reads all of its file: Spark splits a
+    large file between tasks).
 
     On an object store the session's JVM cannot reach (no Hadoop connector), the files are
     read in Python tasks through the storage seam instead (:mod:`deltalog.spark.read.seam_scan`),
@@ -107,7 +110,8 @@ def scan_dataframe(
     if through_seam(spark, snapshot):
         if files is None:  # ``inputs`` alone: the whole snapshot's
             files = snapshot.all_files_arrow()
-        return seam_dataframe(spark, snapshot, files, row_ids=row_ids)
+        df = seam_dataframe(spark, snapshot, files, row_ids=row_ids)
+        return df.withColumn(WHOLE, F.lit(True)) if whole else df  # a task reads whole files
     note_path(snapshot.table_root, "scan", jvm=True)
     if inputs is None:
         assert files is not None, "scan_dataframe needs files or inputs"
@@ -117,12 +121,12 @@ def scan_dataframe(
     partition_names = {c.lower() for c in snapshot.partition_columns}
     logical = to_spark_schema(visible_schema(schema))
     if len(inputs.paths) == 0:
-        empty = spark.createDataFrame([], logical)
+        empty = empty_frame(spark, logical)
         if row_ids:
             empty = empty.select(
                 "*", F.lit(None).cast("string").alias(FILE), F.lit(None).cast("long").alias(ROW)
             )
-        return empty
+        return empty.withColumn(WHOLE, F.lit(True)) if whole else empty
     check_readable(snapshot.table_root, inputs.paths)
     field_ids = mode == "id"
     from_paths = inputs.base_path is not None
@@ -146,13 +150,18 @@ def scan_dataframe(
     # Only where needed: a relation with ``_metadata`` in its output reads every metadata
     # field, the row index included, whatever the query then keeps.
     if row_ids or inputs.deletion_vectors is not None or inputs.partition_values is not None:
-        file_path, row_index = df["_metadata.file_path"], df["_metadata.row_index"]
-        df = df.select("*", file_path.alias(FILE), row_index.alias(ROW))
+        meta = df["_metadata"]
+        added = [meta["file_path"].alias(FILE), meta["row_index"].alias(ROW)]
+        if whole:
+            start, length = meta["file_block_start"], meta["file_block_length"]
+            added.append(((start == 0) & (length == meta["file_size"])).alias(WHOLE))
+        df = df.select("*", *added)
     df = drop_deleted_rows(spark, df, inputs, snapshot.table_root, store)
     if inputs.partition_values is not None:
         values = arrow_to_df(spark, inputs.partition_values)
         df = df.join(F.broadcast(values), on=FILE, how="inner")
     extra = [df[FILE], df[ROW]] if row_ids else []
+    extra += [df[WHOLE]] if whole else []
     return df.select(*logical_columns(df, schema, partition_names, mode), *extra)
 
 

@@ -1,0 +1,87 @@
+"""DML with deletion vectors: this checkout of deltalog against another one (``--vs PATH``, the
+root of a checkout such as a ``git worktree`` of an older commit), on ``bench/dml.py``'s table.
+
+Each checkout runs in processes of its own (two versions of a package cannot share one), the
+two alternating (``--rounds`` of A B); each process builds its session as ``bench/dml.py``
+does, runs each command once untimed (JIT, Python workers), then ``--repeat`` timed runs, each
+on a fresh copy of the same 4M-row table with deletion vectors on. Figures are the medians
+over every round; ``this/vs`` is their ratio (the DV goal of issue 31: at most 1.10).
+
+    python bench/dml_vs.py --vs /work/wt-old
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+KINDS = ("delete", "update", "merge")
+
+
+def child(repeat: int, rows: int) -> None:
+    """Time the DV commands with whichever deltalog is importable; print one JSON line."""
+    sys.path.insert(0, str(HERE))
+    import dml
+
+    import deltalog
+
+    spark = dml.session()
+    deltalog.register(spark)
+    base = dml.build_base(spark, rows, True)
+    source_df = spark.createDataFrame(dml.source_rows(rows, rows // 20)).cache()
+    source_df.count()
+    out: dict[str, list[float]] = {}
+    for kind in KINDS:
+        command = dml.deltalog_command(spark, kind, source_df)
+        dml.measure(base, "warm", command)
+        out[kind] = [dml.measure(base, "vs", command) for _ in range(repeat)]
+    print("RESULT " + json.dumps({"deltalog": deltalog.__file__, "times": out}), flush=True)
+    spark.stop()
+
+
+def run(root: Path, repeat: int, rows: int) -> dict[str, list[float]]:
+    env = dict(os.environ, PYTHONPATH=str(root / "src"), PYSPARK_PYTHON=sys.executable)
+    command = [sys.executable, __file__, "--child", "--repeat", str(repeat), "--rows", str(rows)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
+    result = json.loads(line[len("RESULT ") :])
+    assert Path(result["deltalog"]).is_relative_to(root), result["deltalog"]
+    times: dict[str, list[float]] = result["times"]
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--vs", type=Path, help="root of the other checkout")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs per process")
+    parser.add_argument("--rows", type=int, default=4_000_000)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.repeat, args.rows)
+        return
+    if args.vs is None:
+        parser.error("--vs PATH is required")
+    roots = {"this": HERE.parent, "vs": args.vs.resolve()}
+    times: dict[str, dict[str, list[float]]] = {n: {k: [] for k in KINDS} for n in roots}
+    for r in range(args.rounds):
+        for name, root in roots.items():
+            for kind, runs in run(root, args.repeat, args.rows).items():
+                times[name][kind] += runs
+        print(f"round {r + 1}/{args.rounds} done", flush=True)
+    print(f"DV commands, {args.rows:,} rows; medians of {args.rounds * args.repeat} runs")
+    print(f"{'command':<8} {'this':>8} {'vs':>8} {'this/vs':>8}")
+    for kind in KINDS:
+        ours, theirs = (statistics.median(times[n][kind]) for n in roots)
+        print(f"{kind:<8} {ours:>7.3f}s {theirs:>7.3f}s {ours / theirs:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
