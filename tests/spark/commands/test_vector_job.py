@@ -51,8 +51,8 @@ def test_a_file_split_between_tasks_gets_one_vector(spark: Any, tmp_path: Path) 
 
     deltalog.register(spark)
     path = str(tmp_path / "t")
-    n = 120_000
-    with session_confs(spark, {"parquet.block.size": str(64 << 10)}):  # many row groups
+    n = 30_000
+    with session_confs(spark, {"parquet.block.size": str(16 << 10)}):  # many row groups
         _dv_table(spark, path, n)
     (name,) = [f for f in os.listdir(path) if f.endswith(".parquet")]
     size = os.path.getsize(os.path.join(path, name))
