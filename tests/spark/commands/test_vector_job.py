@@ -12,6 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 import deltalog
 from deltalog import DeltaLog
@@ -81,6 +82,15 @@ def test_a_task_that_finds_a_split_file_writes_nothing_and_both_stages_run(
 ) -> None:
     """Where Spark was expected to read whole files but a task holds rows another task read
     (or part of a file), the one-stage job fails before writing, and both stages mark."""
+    _split_found_by_the_tasks(spark, tmp_path)
+
+
+@pytest.mark.connect
+def test_a_split_found_by_the_tasks_over_connect(connect_spark: Any, tmp_path: Path) -> None:
+    _split_found_by_the_tasks(connect_spark, tmp_path)
+
+
+def _split_found_by_the_tasks(spark: Any, tmp_path: Path) -> None:
     from pyspark.sql import functions as F
 
     from deltalog.spark.commands.vector_job import (
