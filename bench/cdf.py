@@ -1,35 +1,63 @@
 """Change data feed: deltalog against deltalake's ``load_cdf`` on the same table, same run.
 
-Table (cached under bench/_data/cdf-1m; ``--rows N`` for another size, e.g. 10,000,000):
-1,000,000 rows in 20 partitions with the change feed on, then 100 commits written by deltalake: 50 appends of 1,000 rows, 25 deletes and 25 updates
-(each rewriting one partition and writing change files).
+Table (cached under bench/_data/cdf-1m; ``--rows N`` for another size, e.g. 10000000):
+1,000,000 rows in 20 partitions with the change feed on, then 100 commits written by deltalake:
+50 appends of 1,000 rows, 25 deletes and 25 updates (each rewriting one partition and writing
+change files).
 
-For the ranges [1, 100] (the 100 commits) and [0, 100] (plus the 1M-row first write) it prints
-the time to the full result (count, and rows to Arrow on the driver) for ``read_changes``
-(Spark's parquet reader), ``spark.read.format("delta").option("readChangeFeed", "true")`` (the
-same plan, through the reader bridge), the Python data source, and deltalake's ``load_cdf``,
-with ratios (target: at most 2.0), and where ``read_changes`` spends its time. Run by hand:
-``python bench/cdf.py``.
+For the ranges [1, 100] (the 100 commits) and [0, 100] (plus the first write) it prints the time
+to the full result (count, and rows to Arrow on the driver) of ``read_changes`` (Spark's parquet
+reader), ``spark.read.format("delta").option("readChangeFeed", "true")`` (the same plan, through
+the reader bridge), the Python data source, the floor and deltalake's ``load_cdf``, each with
+its ratio to deltalake (target: at most 2.0), then where ``read_changes`` spends its time.
+
+The floor is the product's data work and nothing else: the parquet scans ``read_changes`` builds
+for the range (recorded from the product: the same files, read schemas, base paths and tasks),
+read by the product's own helper ``deltalog.spark.read.common.read_parquet_files`` (the schema
+given, the raw local file system, every path in one py4j string, no listing job, the NaN-safe
+parquet options of a table with a double column), in one union; no log, plan, join to the plan
+or change columns. ``read_changes()/floor`` is what the Delta work costs on top.
+
+Everything is timed interleaved (A B C, A B C...) after one warming run of each; each figure is
+the median of ``--repeat`` laps (default 5). ``--quick``: 100,000 rows and one lap (a check
+that it runs, not a measurement). Run by hand: ``./dev bench cdf``.
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
+import inspect
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from unittest import mock
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from timing import timed  # bench/ is on sys.path when a benchmark runs
+from timing import interleaved, timed  # bench/ is on sys.path when a benchmark runs
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+    from deltalog import DeltaLog
+    from deltalog.change_data_feed import CdfRange, ChangePlan
+    from deltalog.storage.base import LogStore
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "_data"
 PARTITIONS = 20
+RANGES = ((1, 100), (0, 100))
+FLOOR = "floor"
+DELTALAKE = "deltalake load_cdf"
+ACTIONS = ("count", "to Arrow")
 
 
 def make_table(root: Path, n: int) -> None:
+    """The table of the module docstring at ``root`` with ``n`` first rows (kept once built)."""
     if (root / "_delta_log" / f"{100:020d}.json").exists():
         return
     import shutil
@@ -79,28 +107,81 @@ def make_table(root: Path, n: int) -> None:
             )
 
 
-def main() -> None:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    import deltalake
+@dataclass(frozen=True)
+class Scan:
+    """One parquet scan of ``read_changes``: its files, its read schema (Spark's), the base
+    path its partition columns come from (``None``: none read from the paths), whether it reads
+    by field id, and the tasks it is coalesced to (``None``: Spark's own splits)."""
 
-    import deltalog
-    from deltalog import DeltaLog
-    from deltalog.change_data_feed import CdfBounds, plan_changes, resolve_range
-    from deltalog.spark.read.changes import changes_to_df, scan_tasks
+    schema: StructType
+    paths: list[str]
+    base_path: str | None
+    field_ids: bool
+    tasks: int | None
+
+
+def product_scans(spark: Any, plan: ChangePlan, store: LogStore) -> list[Scan]:
+    """The parquet scans ``read_changes`` builds for ``plan`` (a ``ChangePlan``), recorded from
+    its calls of ``read_files_or_raise`` while its DataFrame is built (no job runs).
+
+    Recorded rather than rebuilt here so that the floor reads what the product reads (its
+    split into scans, schemas and base paths) however the product's plan changes.
+    """
+    from deltalog.spark.read import changes
+
+    real = changes.read_files_or_raise
+    signature = inspect.signature(real)
+    calls: list[dict[str, Any]] = []
+
+    def record(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        calls.append(dict(bound.arguments))
+        return real(*args, **kwargs)
+
+    with mock.patch.object(changes, "read_files_or_raise", record):
+        changes.changes_to_df(spark, plan, store)
+    assert calls, "read_changes read no file with Spark's parquet reader (through the seam?)"
+    sizes = dict(zip(plan.files["path"].to_pylist(), plan.files["size"].to_pylist(), strict=True))
+    return [_as_scan(spark, call, sizes) for call in calls]
+
+
+def _as_scan(spark: Any, call: dict[str, Any], sizes: dict[str, int | None]) -> Scan:
+    """A recorded call as a :class:`Scan`, coalesced as the product coalesces it (to
+    ``scan_tasks`` of its files' bytes)."""
+    from deltalog.spark.read.changes import scan_tasks
+
+    paths = call["paths"]
+    listed = [str(p) for p in (paths.to_pylist() if isinstance(paths, pa.Array) else paths)]
+    size = sum(sizes.get(p) or 0 for p in listed)
+    return Scan(
+        call["schema"], listed, call["base_path"], call["field_ids"], scan_tasks(spark, size)
+    )
+
+
+def floor_frame(spark: Any, scans: list[Scan]) -> Any:
+    """The product's scans alone, each read by the product's ``read_parquet_files`` and
+    coalesced to the product's tasks, in one union (so one job, as the product's)."""
+    from deltalog.spark.read.common import read_parquet_files
+
+    frames = []
+    for scan in scans:
+        df = read_parquet_files(
+            spark, scan.schema, scan.paths, scan.base_path, field_ids=scan.field_ids
+        )
+        frames.append(df if scan.tasks is None else df.coalesce(scan.tasks))
+    return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+
+
+def builders(
+    spark: Any, name: str, path: str, start: int, end: int, scans: list[Scan]
+) -> dict[str, Callable[[], Any]]:
+    """Each entry's DataFrame for the range [start, end], built anew at each call (building
+    is part of what a user waits for)."""
     from deltalog.spark.read.load import load_with_python_source
-    from deltalog.spark.session import get_or_create_session, to_arrow
     from deltalog.tables import read_changes
 
-    rows = int(sys.argv[sys.argv.index("--rows") + 1]) if "--rows" in sys.argv else 1_000_000
-    DATA.mkdir(exist_ok=True)
-    root = DATA / ("cdf-1m" if rows == 1_000_000 else f"cdf-{rows}")
-    make_table(root, rows)
-    print(f"table: {rows:,} rows in {PARTITIONS} partitions, then 100 commits", flush=True)
-    path = str(root)
-    spark = get_or_create_session()
-    name = deltalog.register(spark)
-
-    def source(start: int, end: int, python: bool = False) -> Any:
+    def source(python: bool) -> Any:
         reader = (
             spark.read.format(name)
             .option("readChangeFeed", "true")
@@ -109,80 +190,143 @@ def main() -> None:
         )
         return load_with_python_source(reader, path) if python else reader.load(path)
 
-    # Warm the JVM (class loading, code generation) and the Python workers, through every
-    # entry and both actions, so the first entry timed is not the one that pays for it.
-    for warm in (
-        lambda: read_changes(spark, path, starting_version=1, ending_version=100),
-        lambda: source(1, 100),
-        lambda: source(1, 100, python=True),
-    ):
-        warm().count()
-        to_arrow(warm())
-    print(f"{'range':>9}  {'path':<22} {'count':>8} {'ratio':>6} {'to Arrow':>9} {'ratio':>6} rows")
-    for start, end in ((1, 100), (0, 100)):
-        rs, rs_rows = timed(
-            lambda s=start, e=end: (
-                deltalake.DeltaTable(path)
-                .load_cdf(starting_version=s, ending_version=e)
-                .read_all()
-                .num_rows
-            )
-        )
-        runs: dict[str, Callable[[], Any]] = {
-            "read_changes()": lambda s=start, e=end: read_changes(
-                spark, path, starting_version=s, ending_version=e
-            ),
-            "format(delta) CDF": lambda s=start, e=end: source(s, e),
-            "Python source CDF": lambda s=start, e=end: source(s, e, python=True),
-        }
-        label = f"[{start}, {end}]"
-        for entry, build in runs.items():
-            count_s, count = timed(lambda b=build: b().count())
-            arrow_s, table = timed(lambda b=build: to_arrow(b()))
-            assert count == rs_rows == table.num_rows, (entry, count, rs_rows)
-            print(
-                f"{label:>9}  {entry:<22} {count_s:7.2f}s {count_s / rs:6.1f} "
-                f"{arrow_s:8.2f}s {arrow_s / rs:6.1f} {count}"
-            )
-        print(
-            f"{label:>9}  {'deltalake load_cdf':<22} {rs:7.2f}s {1:6.1f} {rs:8.2f}s {1:6.1f} {rs_rows}"
-        )
-        # Where read_changes() goes: the plan from the log, the DataFrame, the job, collecting.
-        log = DeltaLog(path)
-        cdf_range = resolve_range(log, CdfBounds(str(start), None, str(end), None))
-        plan_s, plan = timed(lambda r=cdf_range, lg=log: plan_changes(lg, r))
-        df_s, df = timed(lambda p=plan, lg=log: changes_to_df(spark, p, lg.store))
-        tasks = df.rdd.getNumPartitions()
-        job_s, _ = timed(lambda d=df: d.count())
-        arrow_s, _ = timed(lambda d=df: to_arrow(d))
-        # The floor: Spark's own parquet reader over the same files (no plan, no joins),
-        # with Spark's own splits and coalesced to the tasks read_changes uses.
-        by_kind = [
-            plan.files.filter(pc.equal(plan.files["is_cdc"], c))["path"] for c in (False, True)
-        ]
-        paths = [sorted(set(p.to_pylist())) for p in by_kind]
+    return {
+        "read_changes()": lambda: read_changes(
+            spark, path, starting_version=start, ending_version=end
+        ),
+        "format(delta) CDF": lambda: source(python=False),
+        "Python source CDF": lambda: source(python=True),
+        FLOOR: lambda: floor_frame(spark, scans),
+    }
 
-        def parquet(tasks: int | None, paths: list[list[str]] = paths) -> list[Any]:
-            frames = [spark.read.parquet(*p) for p in paths if p]
-            return [f if tasks is None else f.coalesce(tasks) for f in frames]
 
-        floors = {
-            "parquet(same files)": lambda: parquet(None),
-            "parquet, same tasks": lambda: parquet(scan_tasks(spark, 0) or 1),
-        }
-        for floor, frames in floors.items():
-            floor_s, _ = timed(lambda f=frames: sum(df.count() for df in f()))
-            floor_arrow_s, _ = timed(lambda f=frames: [to_arrow(df) for df in f()])
-            print(
-                f"{label:>9}  {floor:<22} {floor_s:7.2f}s {floor_s / rs:6.1f} "
-                f"{floor_arrow_s:8.2f}s {floor_arrow_s / rs:6.1f} "
-                "(Spark's own read of the plan's files: the floor of any Spark plan)"
-            )
-        print(
-            f"{label:>9}  breakdown: plan from the log {plan_s:.3f}s ({plan.files.num_rows} file "
-            f"reads), DataFrame {df_s:.3f}s, count job {job_s:.3f}s ({tasks} tasks), "
-            f"rows to Arrow {arrow_s:.3f}s; load average {os.getloadavg()[0]:.1f}"
-        )
+def load_cdf(path: str, start: int, end: int) -> Callable[[], int]:
+    """deltalake's whole change feed of [start, end] as Arrow; returns its rows."""
+    import deltalake
+
+    def run() -> int:
+        table = deltalake.DeltaTable(path)
+        return int(table.load_cdf(starting_version=start, ending_version=end).read_all().num_rows)
+
+    return run
+
+
+def measure(
+    builds: dict[str, Callable[[], Any]], theirs: Callable[[], int], repeat: int
+) -> tuple[dict[str, float], dict[str, int]]:
+    """Medians of each entry's count and rows to Arrow and of ``theirs``, all interleaved,
+    keyed ``"<entry> <action>"`` (``theirs``: :data:`DELTALAKE`); and the rows each gave."""
+    from deltalog.spark.session import to_arrow
+
+    rows: dict[str, int] = {}
+
+    def kept(key: str, action: Callable[[], int]) -> Callable[[], None]:
+        def run() -> None:
+            rows[key] = action()
+
+        return run
+
+    def count(build: Callable[[], Any]) -> Callable[[], int]:
+        return lambda: int(build().count())
+
+    def collect(build: Callable[[], Any]) -> Callable[[], int]:
+        return lambda: int(to_arrow(build()).num_rows)
+
+    runs: dict[str, Callable[..., Any]] = {}
+    for entry, build in builds.items():
+        for action, timed_action in zip(ACTIONS, (count(build), collect(build)), strict=True):
+            runs[f"{entry} {action}"] = kept(f"{entry} {action}", timed_action)
+    runs[DELTALAKE] = kept(DELTALAKE, theirs)
+    return interleaved(runs, repeat), rows
+
+
+def report(label: str, entries: list[str], medians: dict[str, float], rows: dict[str, int]) -> None:
+    """One line per entry (seconds and ratio to deltalake for each action, rows), deltalake's,
+    and the product's ratios to the floor."""
+    theirs = medians[DELTALAKE]
+    for entry in (*entries, DELTALAKE):
+        keys = [DELTALAKE] * 2 if entry == DELTALAKE else [f"{entry} {a}" for a in ACTIONS]
+        counted, collected = rows[keys[0]], rows[keys[1]]
+        assert counted == collected, (entry, counted, collected)
+        # The floor gives its files' rows, each file read once; the feed's rows follow the plan
+        # (a file read for two commits, rows a deletion vector leaves out).
+        assert entry == FLOOR or counted == rows[DELTALAKE], (entry, counted, rows[DELTALAKE])
+        figures = "".join(f" {medians[k]:8.2f}s {medians[k] / theirs:6.2f}" for k in keys)
+        note = "  (the product's scans alone: files read once)" if entry == FLOOR else ""
+        print(f"{label:>9}  {entry:<22}{figures} {counted:>10}{note}")
+    ours = "  ".join(
+        f"{a} {medians[f'read_changes() {a}'] / medians[f'{FLOOR} {a}']:.2f}" for a in ACTIONS
+    )
+    print(f"{label:>9}  read_changes()/floor: {ours}", flush=True)
+
+
+def breakdown(spark: Any, log: DeltaLog, cdf_range: CdfRange, label: str) -> None:
+    """Where ``read_changes()`` goes: the plan from the log, the DataFrame, the count job,
+    the rows to Arrow (medians of 3, not interleaved: proportions, not a comparison)."""
+    from deltalog.change_data_feed import plan_changes
+    from deltalog.spark.read.changes import changes_to_df
+    from deltalog.spark.session import to_arrow
+
+    plan_s, plan = timed(lambda: plan_changes(log, cdf_range))
+    df_s, df = timed(lambda: changes_to_df(spark, plan, log.store))
+    tasks = df.rdd.getNumPartitions()
+    job_s, _ = timed(lambda: df.count())
+    arrow_s, _ = timed(lambda: to_arrow(df))
+    print(
+        f"{label:>9}  breakdown: plan from the log {plan_s:.3f}s ({plan.files.num_rows} file "
+        f"reads), DataFrame {df_s:.3f}s, count job {job_s:.3f}s ({tasks} tasks), "
+        f"rows to Arrow {arrow_s:.3f}s; load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+
+
+def run_range(spark: Any, name: str, path: str, start: int, end: int, repeat: int) -> None:
+    """Measure and print the range [start, end]."""
+    from deltalog import DeltaLog
+    from deltalog.change_data_feed import CdfBounds, plan_changes, resolve_range
+
+    log = DeltaLog.for_table(path)
+    cdf_range = resolve_range(log, CdfBounds(str(start), None, str(end), None))
+    scans = product_scans(spark, plan_changes(log, cdf_range), log.store)
+    builds = builders(spark, name, path, start, end, scans)
+    medians, rows = measure(builds, load_cdf(path, start, end), repeat)
+    label = f"[{start}, {end}]"
+    report(label, list(builds), medians, rows)
+    scans_read = ", ".join(
+        f"{len(s.paths)} files in {s.tasks} tasks" if s.tasks else f"{len(s.paths)} files"
+        for s in scans
+    )
+    print(f"{label:>9}  floor: the {len(scans)} scans of read_changes(): {scans_read}")
+    breakdown(spark, log, cdf_range, label)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, help="rows of the first write (default 1000000)")
+    parser.add_argument("--repeat", type=int, help="timed laps, medians (default 5)")
+    parser.add_argument("--quick", action="store_true", help="100000 rows, one lap: a check")
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    rows = args.rows or (100_000 if args.quick else 1_000_000)
+    repeat = args.repeat or (1 if args.quick else 5)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    import deltalog
+    from deltalog.spark.session import get_or_create_session
+
+    DATA.mkdir(exist_ok=True)
+    root = DATA / ("cdf-1m" if rows == 1_000_000 else f"cdf-{rows}")
+    make_table(root, rows)
+    print(f"table: {rows:,} rows in {PARTITIONS} partitions, then 100 commits", flush=True)
+    spark = get_or_create_session()
+    name = deltalog.register(spark)
+    print(f"medians of {repeat} interleaved laps after one warming lap; ratios ÷ {DELTALAKE}")
+    head = "".join(f" {a:>9} {'ratio':>6}" for a in ACTIONS)
+    print(f"{'range':>9}  {'entry':<22}{head} {'rows':>10}")
+    for start, end in RANGES:
+        run_range(spark, name, str(root), start, end, repeat)
     spark.stop()
 
 

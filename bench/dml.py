@@ -13,22 +13,23 @@ engines always start from identical tables. Commands:
 
 Two layouts for deltalog: copy-on-write (what deltalake does) and deletion vectors
 (``delta.enableDeletionVectors``; deltalake has no DV writes, so its figure is the same
-copy-on-write run). Each figure is the median of 3 runs, the engines interleaved; Spark runs
-each command once untimed first (JIT, Python workers). Goal: ratio <= 1.0 for each command.
+copy-on-write run). Every contender (deltalog CoW, deltalog DV, deltalake, and the two floors)
+runs once untimed (JIT, Python workers), then in ``--repeat`` (5) interleaved laps, A B C D E
+A B C D E..., each command on a fresh copy made outside the clock; figures are medians, each
+with its ratio to deltalake. Goal: ratio <= 1.0 for each command.
 
-``--quick``: 400k rows, 20k source rows, one run each; ``--only merge,update``: some commands;
+``--quick``: 400k rows, 20k source rows, one lap; ``--only merge,update``: some commands;
 ``--scale 4``: target and source four times larger (the same 16 files).
-The floors are plain Spark doing each command's data work with no Delta work, with the options
-deltalog's own files get (see ``floors``), in the same run: ``CoW/floor`` and ``DV/floor`` show
-what the Delta work costs on top; ``floor CoW/dl`` and ``floor DV/dl`` what Spark alone costs
-against deltalake's whole command. Run by hand: ``./dev bench dml``.
+The floors are plain Spark doing each command's data work with no Delta work, reading and
+writing as deltalog does (see ``floors``): ``CoW/floor CoW`` and ``DV/floor DV`` show what the
+Delta work costs on top; ``floor CoW`` and ``floor DV`` against deltalake what Spark alone
+costs. Run by hand: ``./dev bench dml``; ``bench/dml_vs.py`` compares two checkouts' DV figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -37,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from timing import interleaved  # bench/ is on sys.path when a benchmark runs
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "_data" / "dml"
@@ -151,81 +153,82 @@ def measure(base: Path, name: str, command: Callable[[str], Any]) -> float:
     return time.perf_counter() - started
 
 
-# Plain Spark, no Delta work, with the read and write options deltalog's own files get (the raw
-# local file system: no .crc side files; no _SUCCESS marker): the least Spark needs for each
-# command's data work, so each ratio to it shows what the Delta work costs on top.
-RAW = {
+# Plain Spark, no Delta work, reading and writing as deltalog does: its own parquet read
+# (``read_parquet_files``: the schema given, the raw local file system, the NaN-safe parquet
+# options of a table with a double column, every path in one py4j string, no listing job) and
+# its writer's options: the least Spark needs for each command's data work, so each ratio to it
+# shows what the Delta work costs on top.
+WRITE_OPTIONS = {
     "fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
     "fs.file.impl.disable.cache": "true",
     "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+    "compression": "snappy",
 }
 
 
-def floors(spark: Any, base: Path, source_df: Any, repeat: int) -> dict[str, dict[str, float]]:
-    """Median seconds of plain Spark doing each command's data work over ``base``'s files:
+def floors(spark: Any, base: Path, source_df: Any) -> dict[str, dict[str, Callable[[], Any]]]:
+    """Plain Spark doing each command's data work over ``base``'s files, per command:
 
     * ``cow``: read every file and write all its rows again (copy-on-write touches all 16);
-    * ``dv``: deletion vectors. DELETE: read the condition's column and the row index of every
-      file and collect the matching rows' (file, row index). UPDATE: that, then read the
-      matching rows and write them with the new value. MERGE: join the target's key column
-      and row index with the source (broadcast) and collect (file, row index, source row),
-      then write the source's rows.
+    * ``dv``: deletion vectors. DELETE: read the condition's column with each row's file and
+      row index, keep the matching rows, and hand their (file code, row index) to a Python
+      task, as deltalog's vector tasks get them (the task only counts). UPDATE: that, then
+      read the matching rows and write them with the new value. MERGE: join the target's key
+      column, file and row index with the source (Spark choosing the join, as deltalog lets
+      it), hand the matched (file code, row index, source row) to Python tasks, then write the
+      source's rows (updated and inserted).
     """
+    import pyarrow as pa
     from pyspark.sql import functions as F
 
-    files = [str(f) for f in sorted(base.glob("*.parquet"))]
+    from deltalog import DeltaLog
+    from deltalog.spark.read.common import read_parquet_files
+    from deltalog.spark.schema import to_spark_schema
+
+    snapshot = DeltaLog.for_table(str(base)).update()
+    schema = to_spark_schema(snapshot.schema)
+    files = [str(base / p) for p in snapshot.all_files_arrow().column("path").to_pylist()]
     out = str(WORK / "run" / "floor")
-    to_arrow = (
-        (lambda df: df.toArrow())
-        if hasattr(source_df, "toArrow")
-        else (lambda df: df._collect_as_arrow())
-    )
 
     def table() -> Any:
-        return spark.read.options(**RAW).parquet(*files)
+        return read_parquet_files(spark, schema, files)
 
     def write(df: Any) -> None:
         shutil.rmtree(out, ignore_errors=True)
-        df.write.options(**RAW).parquet(out)
+        df.write.options(**WRITE_OPTIONS).parquet(out)
+
+    def count(batches: Any) -> Any:
+        n = sum(b.num_rows for b in batches)
+        yield pa.RecordBatch.from_pydict({"n": [n]})
+
+    def to_python(df: Any) -> int:
+        return sum(r[0] for r in df.mapInArrow(count, "n long").collect())
 
     def marked(condition: str) -> Any:
-        df = table().select("*", "_metadata.file_path", "_metadata.row_index")
-        return df.where(condition)
+        df = table().select("k", "_metadata.file_path", "_metadata.row_index").where(condition)
+        return df.select(F.crc32("file_path"), "row_index")
 
-    # The source's row ids, fixed once outside the clock (deltalog's MERGE pays for this).
     keyed = source_df.withColumn("sid", F.monotonically_increasing_id()).localCheckpoint()
 
     def merge_dv() -> None:
         target = table().select("id", "_metadata.file_path", "_metadata.row_index")
-        matched = target.join(F.broadcast(keyed.select("id", "sid")), "id")
-        to_arrow(matched.select("file_path", "row_index", "sid"))
+        matched = target.join(keyed.select("id", "sid"), "id")
+        to_python(matched.select(F.crc32("file_path"), "row_index", "sid"))
         write(source_df)
 
     def update_dv() -> None:
-        to_arrow(marked("k % 10 = 1").select("file_path", "row_index"))
+        to_python(marked("k % 10 = 1"))
         write(table().where("k % 10 = 1").withColumn("v", F.col("v") + 1))
 
-    rewrite = median_seconds(lambda: write(table()), repeat)
+    def rewrite() -> None:
+        write(table())
+
     dv = {
         "merge": merge_dv,
-        "delete": lambda: to_arrow(marked("k % 10 = 0").select("file_path", "row_index")),
+        "delete": lambda: to_python(marked("k % 10 = 0")),
         "update": update_dv,
     }
-    return {
-        "cow": dict.fromkeys(dv, rewrite),
-        "dv": {kind: median_seconds(run, repeat) for kind, run in dv.items()},
-    }
-
-
-def median_seconds(run: Callable[[], Any], repeat: int) -> float:
-    """Median of ``repeat`` timed runs after one untimed (warming) run."""
-    run()
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+    return {kind: {"floor CoW": rewrite, "floor DV": run} for kind, run in dv.items()}
 
 
 def main() -> None:
@@ -237,8 +240,10 @@ def main() -> None:
     parser.add_argument(
         "--scale", type=int, default=1, help="target and source this many times larger"
     )
+    parser.add_argument("--repeat", type=int, default=5, help="timed laps (medians)")
     args = parser.parse_args()
-    rows, source_n, repeat = (400_000, 20_000, 1) if args.quick else (4_000_000, 200_000, 3)
+    rows, source_n, repeat = (400_000, 20_000, 1) if args.quick else (4_000_000, 200_000, 0)
+    repeat = repeat or args.repeat
     rows, source_n = rows * args.scale, source_n * args.scale
     import deltalog
 
@@ -249,37 +254,38 @@ def main() -> None:
     source_df = spark.createDataFrame(source).cache()
     source_df.count()
     print(f"target {rows:,} rows in {FILES} files; MERGE source {source_n:,} rows (half matching)")
-    print(
-        f"{'command':<8} {'deltalog CoW':>13} {'deltalog DV':>12} {'deltalake':>10} "
-        f"{'CoW/dl':>7} {'DV/dl':>6} {'CoW/floor':>9} {'DV/floor':>8} "
-        f"{'floor CoW/dl':>12} {'floor DV/dl':>11}"
-    )
-    floor = floors(spark, cow, source_df, repeat)
+    print(f"medians of {repeat} interleaved laps after one warming lap")
+    names = ("CoW", "DV", "deltalake", "floor CoW", "floor DV")
+    print(f"{'command':<8}" + "".join(f"{n:>11}" for n in names) + "   ratios to deltalake")
+    plain = floors(spark, cow, source_df)
+    bases = {"CoW": cow, "DV": dv, "deltalake": cow}
     for kind in args.only.split(","):
         ours = deltalog_command(spark, kind, source_df)
-        theirs = deltalake_command(kind, source)
-        measure(cow, "warm", ours)  # JIT and Python workers: not timed
-        times: dict[str, list[float]] = {"cow": [], "dv": [], "dl": []}
-        for _ in range(repeat):
-            times["cow"].append(measure(cow, "cow", ours))
-            times["dl"].append(measure(cow, "dl", theirs))
-            times["dv"].append(measure(dv, "dv", ours))
-        m = {k: statistics.median(v) for k, v in times.items()}
-        fc, fd = floor["cow"][kind], floor["dv"][kind]
+        runs: dict[str, Callable[..., Any]] = {
+            "CoW": ours,
+            "DV": ours,
+            "deltalake": deltalake_command(kind, source),
+            **{name: _ignore_path(run) for name, run in plain[kind].items()},
+        }
+
+        def setup(name: str) -> str | None:
+            base = bases.get(name)
+            return fresh(base, name) if base is not None else None
+
+        m = interleaved(runs, repeat, setup)
+        ratios = "  ".join(f"{n} {m[n] / m['deltalake']:.2f}" for n in names if n != "deltalake")
+        print(f"{kind:<8}" + "".join(f"{m[n]:>10.2f}s" for n in names) + f"   {ratios}")
         print(
-            f"{kind:<8} {m['cow']:>12.2f}s {m['dv']:>11.2f}s {m['dl']:>9.2f}s "
-            f"{m['cow'] / m['dl']:>7.2f} {m['dv'] / m['dl']:>6.2f} {m['cow'] / fc:>9.2f} "
-            f"{m['dv'] / fd:>8.2f} {fc / m['dl']:>12.2f} {fd / m['dl']:>11.2f}",
+            f"{'':<8} CoW/floor CoW {m['CoW'] / m['floor CoW']:.2f}  "
+            f"DV/floor DV {m['DV'] / m['floor DV']:.2f}",
             flush=True,
         )
-    dv_floors = ", ".join(f"{k} {v:.2f}s" for k, v in floor["dv"].items())
-    print(
-        f"floors (plain Spark doing each command's data work, no Delta work; see floors()): "
-        f"copy-on-write rewrite of all {FILES} files {floor['cow']['merge']:.2f}s; "
-        f"deletion vectors {dv_floors}"
-    )
     shutil.rmtree(WORK / "run", ignore_errors=True)
     spark.stop()
+
+
+def _ignore_path(run: Callable[[], Any]) -> Callable[[Any], Any]:
+    return lambda _path: run()
 
 
 if __name__ == "__main__":

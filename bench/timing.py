@@ -16,3 +16,26 @@ def timed(fn: Callable[[], Any], repeat: int = 3) -> tuple[float, Any]:
         result = fn()
         times.append(time.perf_counter() - started)
     return statistics.median(times), result
+
+
+def interleaved(
+    runs: dict[str, Callable[..., Any]], repeat: int = 5, setup: Callable[[str], Any] | None = None
+) -> dict[str, float]:
+    """Median seconds of each of ``runs``, timed interleaved (A B C, A B C...) ``repeat`` times
+    after one untimed (warming) call of each, so that drift of the machine during the run
+    touches every contender alike. ``setup(name)``, when given, runs before each call, outside
+    the clock (e.g. a fresh copy of a table); its result is passed to the call when the call
+    takes an argument.
+    """
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for lap in range(repeat + 1):
+        for name, fn in runs.items():
+            arg = setup(name) if setup is not None else None
+            started = time.perf_counter()
+            if setup is not None:
+                fn(arg)
+            else:
+                fn()
+            if lap:  # the first lap warms (JIT, Python workers, caches)
+                times[name].append(time.perf_counter() - started)
+    return {name: statistics.median(t) for name, t in times.items()}
