@@ -6,9 +6,11 @@ The plan, commit and metrics are :mod:`deltalog.commands.optimize.plan`'s and
 :func:`~deltalog.spark.read.scan.scan_dataframe` (deletion vectors applied) and written with
 the table's Spark writer (:func:`~deltalog.spark.write.batch.write_rows`), ``dataChange=false``:
 
-* compaction: every bin in ONE Spark job. Each row carries a key chosen so that Spark's hash
-  partitioning sends each bin to its own shuffle partition (``repartition(n, key)``, which
-  adaptive execution leaves alone), so each bin becomes exactly one file;
+* compaction: every bin in ONE Spark job. A single bin is read and written by one task
+  (``coalesce(1)``, as the reference writes a bin). With several, each row carries a key
+  chosen so that Spark's hash partitioning sends each bin to its own shuffle partition
+  (``repartition(n, key)``, which adaptive execution leaves alone), so each bin becomes
+  exactly one file;
 * Z-order: one job per partition of the table (the reference's bin), on the core's curve
   (:mod:`deltalog.commands.optimize.zorder`, which the pyarrow engine uses too): each Z-order
   column gets range ids from the core's bounds over a sample (a binary search of ``CASE WHEN``
@@ -27,6 +29,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -146,9 +149,15 @@ def _parallelism(spark: Any) -> int:
 def _compact(
     spark: Any, txn: Transaction, plan: OptimizePlan, write_plan: WritePlan
 ) -> list[AddFile]:
-    """All bins in one job, one shuffle partition (so one file) per bin."""
+    """All bins in one job, one task (so one file) per bin: a single bin's files read by one
+    task (``coalesce(1)``, as the reference writes each bin: no shuffle of its rows), several
+    bins' rows shuffled to one partition each."""
     snapshot = plan.snapshot
-    keys = partition_keys(spark, len(plan.bins))
+    if len(plan.bins) == 1:
+        df = scan_dataframe(spark, snapshot, txn.log.store, plan.files)
+        adds, _ = write_rows(df.coalesce(1), write_plan)
+        return adds
+    keys = partition_keys(len(plan.bins))
     file_rows: dict[str, list[Any]] = {FILE: [], _BIN_KEY: []}
     for key, b in zip(keys, plan.bins, strict=True):
         paths = file_keys(snapshot, b.files)
@@ -163,19 +172,48 @@ def _compact(
     return adds
 
 
-def partition_keys(spark: Any, n: int) -> list[int]:
+def partition_keys(n: int) -> list[int]:
     """``n`` longs whose Spark hash lands in shuffle partitions ``0 .. n-1``, in that order:
-    ``repartition(n, key)`` then puts the rows of key ``i`` alone in partition ``i``."""
-    found: dict[int, int] = {}
-    span = 0
-    while len(found) < n:
-        probe = spark.range(span, span + 16 * n + 64)
-        part = F.expr(f"pmod(hash(id), {n})").alias("p")
-        table = to_arrow(probe.select("id", part))
-        for key, p in zip(table["id"].to_pylist(), table["p"].to_pylist(), strict=True):
-            found.setdefault(int(p), int(key))
-        span += 16 * n + 64
-    return [found[i] for i in range(n)]
+    ``repartition(n, key)`` then puts the rows of key ``i`` alone in partition ``i``. Spark's
+    hash partitioning is ``pmod(hash(key), n)`` (:func:`spark_hash_longs`), computed here
+    rather than probed with a job."""
+    found = np.full(n, -1, np.int64)
+    start = 0
+    while (found < 0).any():
+        keys = np.arange(start, start + 16 * n + 64, dtype=np.int64)
+        parts = spark_hash_longs(keys) % n  # Python's % of a positive n is Spark's pmod
+        first = np.unique(parts, return_index=True)
+        missing = found[first[0]] < 0
+        found[first[0][missing]] = keys[first[1][missing]]
+        start += len(keys)
+    return [int(k) for k in found]
+
+
+_C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
+
+
+def spark_hash_longs(values: np.ndarray, seed: int = 42) -> np.ndarray:
+    """Spark's ``hash`` of ``long`` values (``Murmur3Hash``, seed 42: Murmur3 x86 32-bit of
+    the low then the high word), as ``int64`` holding the signed 32-bit results."""
+    with np.errstate(over="ignore"):
+        words = values.astype(np.int64).view(np.uint64)
+        low = (words & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        high = (words >> np.uint64(32)).astype(np.uint32)
+        h = np.full(len(values), seed, np.uint32)
+        for word in (low, high):
+            k = _rotl(word * _C1, 15) * _C2
+            h = _rotl(h ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+        h ^= np.uint32(8)
+        h ^= h >> np.uint32(16)
+        h *= np.uint32(0x85EBCA6B)
+        h ^= h >> np.uint32(13)
+        h *= np.uint32(0xC2B2AE35)
+        h ^= h >> np.uint32(16)
+    return h.view(np.int32).astype(np.int64)
+
+
+def _rotl(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
 
 
 # -- Z-order -------------------------------------------------------------------------------------
