@@ -7,7 +7,10 @@ counts and statistics come from the log as ``deltalake`` lists it.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,7 @@ import pytest
 import deltalog
 from deltalog import DeltaLog, errors
 from deltalog.spark.commands.optimize import metrics_schema
+from deltalog.spark.engine import ENGINE_KEY, LOCAL_MAX_BYTES_KEY
 from deltalog.tables import DeltaTable
 from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
 
@@ -25,6 +29,27 @@ from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
 @pytest.fixture
 def delta(spark: Any) -> str:
     return deltalog.register(spark)
+
+
+@contextlib.contextmanager
+def engine_set(spark: Any, value: str, key: str = ENGINE_KEY) -> Iterator[None]:
+    """``key`` (the engine setting by default) at ``value`` for the block, then as it was."""
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
+@pytest.fixture(params=["spark", "local"])
+def engine(spark: Any, request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each test of the command through Spark's executors and through the local engine."""
+    with engine_set(spark, request.param):
+        yield request.param
 
 
 def _adds(path: str) -> list[dict[str, Any]]:
@@ -45,7 +70,7 @@ def _last_commit(path: str) -> list[dict[str, Any]]:
 
 
 def test_compaction_with_where_and_the_metrics_dataframe(
-    spark: Any, delta: str, tmp_path: Path
+    spark: Any, delta: str, engine: str, tmp_path: Path
 ) -> None:
     path = str(tmp_path / "t")
     ids = list(range(600))
@@ -109,7 +134,7 @@ def _overlapping(adds: list[dict[str, Any]], column: str, value: int) -> int:
 
 
 def test_z_order_prunes_more_files_and_purges_deletion_vectors(
-    spark: Any, delta: str, tmp_path: Path
+    spark: Any, delta: str, engine: str, tmp_path: Path
 ) -> None:
     path = str(tmp_path / "z")
     n = 20_000
@@ -192,7 +217,8 @@ def test_both_engines_lay_out_a_z_order_identically(
             deltalog.write_table(path, chunk, mode="append", partition_by=["p"])
 
     deltalog.optimize(python_path, z_order_by=["x", "y"])
-    DeltaTable.forPath(spark, spark_path).optimize().executeZOrderBy("x", "y").collect()
+    with engine_set(spark, "spark"):
+        DeltaTable.forPath(spark, spark_path).optimize().executeZOrderBy("x", "y").collect()
 
     python_files, spark_files = _file_rows(python_path), _file_rows(spark_path)
     assert sorted(python_files) == ["a", "b"]
@@ -232,3 +258,34 @@ def test_bin_keys_land_in_their_own_shuffle_partition(spark: Any) -> None:
         bins = spark.createDataFrame(list(enumerate(keys)), "bin long, key long")
         placed = bins.repartition(n, "key").select("bin", F.spark_partition_id()).collect()
         assert sorted((r[0], r[1]) for r in placed) == [(i, i) for i in range(n)]
+
+
+def test_the_engine_is_chosen_by_size_or_forced(
+    spark: Any, delta: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Files of few bytes are compacted here, more than ``spark.deltalog.local.maxBytes`` by
+    Spark, and ``spark.deltalog.engine`` forces either; each choice is logged with its
+    reason, and both give the same rows in one file."""
+    rows = pa.table({"id": list(range(40)), "v": [i % 7 for i in range(40)]})
+
+    def compact(name: str) -> str:
+        path = str(tmp_path / name)
+        for k in range(4):
+            deltalog.write_table(path, rows.slice(k * 10, 10), mode="append")
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="deltalog.spark.engine"):
+            DeltaTable.forPath(spark, path).optimize().executeCompaction().collect()
+        assert len(_adds(path)) == 1
+        assert canonical(oracle_rows(path)) == canonical(rows)
+        (message,) = [r.getMessage() for r in caplog.records]
+        return message
+
+    assert "local engine (" in compact("small")
+    with engine_set(spark, "100", LOCAL_MAX_BYTES_KEY):
+        assert "Spark engine (" in compact("big") and "more than 100" in compact("big2")
+    with engine_set(spark, "spark"):
+        assert "Spark engine (spark.deltalog.engine=spark)" in compact("forced_spark")
+    with engine_set(spark, "local"), engine_set(spark, "1", LOCAL_MAX_BYTES_KEY):
+        assert "local engine (spark.deltalog.engine=local)" in compact("forced_local")
+    with engine_set(spark, "fastest"), pytest.raises(errors.InvalidArgumentError):
+        compact("bad")

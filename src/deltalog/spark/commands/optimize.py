@@ -18,6 +18,10 @@ the table's Spark writer (:func:`~deltalog.spark.write.batch.write_rows`), ``dat
   positions, the rows are range-partitioned on it into ``max(1, size // maxFileSize)`` files
   and sorted within them. No Python UDF runs.
 
+Where the bins' files are few bytes (:mod:`deltalog.spark.engine`: 256 MiB by default), they
+are read and written in this process instead, by :func:`deltalog.commands.optimize.arrow.write_bins`
+(the same plan, curve and commit): Spark's fixed costs would be most of the command's time.
+
 The returned DataFrame has delta-spark's columns: ``path`` and the ``metrics`` struct
 (reference ``OptimizeMetrics``).
 """
@@ -36,6 +40,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from deltalog.actions import AddFile
+from deltalog.commands.optimize.arrow import write_bins as local_write_bins
 from deltalog.commands.optimize.commit import commit_bins, optimize_metrics
 from deltalog.commands.optimize.plan import Bin, OptimizePlan, OptimizeSettings, plan_optimize
 from deltalog.commands.optimize.zorder import (
@@ -48,6 +53,7 @@ from deltalog.commands.write.write_into_delta import WritePlan, dml_plan
 from deltalog.spark import captured
 from deltalog.spark.commands.dml import start
 from deltalog.spark.conditions import partition_matcher
+from deltalog.spark.engine import choose_engine
 from deltalog.spark.read.common import FILE, ROW, file_keys
 from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.session import arrow_to_df, conf_get, to_arrow
@@ -106,7 +112,11 @@ def optimize(spark: Any, log: DeltaLog, where: list[str], z_order_by: tuple[str,
     matcher = partition_matcher(spark, " AND ".join(f"({w})" for w in where)) if where else None
     plan = plan_optimize(txn.snapshot, where, z_order_by, settings, matcher)
     plan.track_reads(txn)
-    adds = write_bins(spark, txn, plan)
+    read_bytes = int(sum(plan.files.column("size").to_pylist())) if plan.bins else 0
+    if plan.bins and choose_engine(spark, plan.snapshot, read_bytes, "OPTIMIZE").local:
+        adds = local_write_bins(plan, txn.log.store)  # same plan, rules and commit
+    else:
+        adds = write_bins(spark, txn, plan)
     removes = commit_bins(log, txn, plan, adds)
     metrics = optimize_metrics(
         plan, adds, removes, start_ms=started, parallelism=_parallelism(spark)
