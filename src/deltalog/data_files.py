@@ -59,8 +59,8 @@ def read_parquet(path: str, table_root: str) -> pa.Table:
             source: Any = pa.BufferReader(store_for(path).read(path))
         else:
             source = path
-        # ``ParquetFile`` rather than ``read_table``: no dataset discovery, half the cost per
-        # file (0.4 ms against 0.8 ms for a small file), which is most of a small file's read.
+        # ``ParquetFile`` rather than ``read_table``: no dataset discovery, which is about half
+        # of a small file's read (bench/README.md).
         return pq.ParquetFile(source, coerce_int96_timestamp_unit="us").read()
     except FileNotFoundError:
         raise errors.InvalidTableError(
