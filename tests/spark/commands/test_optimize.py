@@ -7,7 +7,6 @@ counts and statistics come from the log as ``deltalake`` lists it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from deltalog.spark.commands.optimize import metrics_schema
 from deltalog.spark.engine import ENGINE_KEY, LOCAL_MAX_BYTES_KEY
 from deltalog.tables import DeltaTable
 from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
+from tests.spark.confs import session_confs
 
 
 @pytest.fixture
@@ -31,18 +31,9 @@ def delta(spark: Any) -> str:
     return deltalog.register(spark)
 
 
-@contextlib.contextmanager
-def engine_set(spark: Any, value: str, key: str = ENGINE_KEY) -> Iterator[None]:
-    """``key`` (the engine setting by default) at ``value`` for the block, then as it was."""
-    before = spark.conf.get(key, None)
-    spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
+def engine_set(spark: Any, value: str, key: str = ENGINE_KEY) -> Any:
+    """``key`` (the engine setting by default) at ``value`` for a block, then as it was."""
+    return session_confs(spark, {key: value})
 
 
 @pytest.fixture(params=["spark", "local"])

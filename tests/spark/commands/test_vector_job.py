@@ -4,9 +4,7 @@ it splits a file between tasks (a large file) or a task finds that it did."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +16,7 @@ import deltalog
 from deltalog import DeltaLog
 from deltalog.tables import DeltaTable
 from tests.conformance.rows import assert_same_rows, duckdb_rows, oracle_rows
-
-
-@contextlib.contextmanager
-def session_confs(spark: Any, settings: dict[str, str]) -> Iterator[None]:
-    """``settings`` for the block; each restored (or unset) after."""
-    before = {k: spark.conf.get(k, None) for k in settings}
-    for k, v in settings.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in before.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+from tests.spark.confs import session_confs
 
 
 def _vector_files(path: str) -> set[str]:

@@ -5,8 +5,6 @@ from deltalake (delta-rs), or from the inputs."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from deltalog.tables import DeltaTable
 from deltalog.write.deletion_vectors import DeletionVectorWriter, inline_descriptor
 from tests.conformance.oracle import TABLES
 from tests.conformance.rows import assert_same_rows, oracle_rows
+from tests.spark.confs import session_confs
 
 pytestmark = pytest.mark.spark
 
@@ -35,18 +34,9 @@ SHARED = [
 ]
 
 
-@contextlib.contextmanager
-def executor_path(spark: Any) -> Iterator[None]:
+def executor_path(spark: Any) -> Any:
     """Every vector applied in the executors for the block; the setting restored after."""
-    before = spark.conf.get(BROADCAST_ROWS_KEY, None)
-    spark.conf.set(BROADCAST_ROWS_KEY, "0")
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(BROADCAST_ROWS_KEY)
-        else:
-            spark.conf.set(BROADCAST_ROWS_KEY, before)
+    return session_confs(spark, {BROADCAST_ROWS_KEY: "0"})
 
 
 def _applied_in_executors(df: Any) -> bool:
