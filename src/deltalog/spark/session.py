@@ -102,6 +102,15 @@ def conf_get(spark: Any, key: str, default: str) -> str:
     return default if value is None else str(value)
 
 
+def default_parallelism(spark: Any) -> int | None:
+    """The cluster's task slots (``defaultParallelism``); ``None`` where the session cannot
+    tell (Spark Connect has no SparkContext)."""
+    try:
+        return max(int(spark.sparkContext.defaultParallelism), 1)
+    except Exception:  # Spark Connect
+        return None
+
+
 def empty_frame(spark: Any, schema: Any) -> DataFrame:
     """An empty DataFrame of ``schema`` (a Spark ``StructType``): on a classic session made in
     the JVM at once (``createDataFrame([])`` goes through an RDD of no rows)."""

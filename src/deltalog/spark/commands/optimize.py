@@ -56,7 +56,7 @@ from deltalog.spark.conditions import partition_matcher
 from deltalog.spark.engine import choose_engine
 from deltalog.spark.read.common import FILE, ROW, file_keys
 from deltalog.spark.read.scan import scan_dataframe
-from deltalog.spark.session import arrow_to_df, conf_get, to_arrow
+from deltalog.spark.session import arrow_to_df, conf_get, default_parallelism, to_arrow
 from deltalog.spark.write.batch import write_rows
 
 if TYPE_CHECKING:
@@ -147,10 +147,7 @@ def _conf(spark: Any, key: str) -> str | None:
 
 
 def _parallelism(spark: Any) -> int:
-    try:
-        return int(spark.sparkContext.defaultParallelism)
-    except Exception:  # Spark Connect has no SparkContext
-        return 0
+    return default_parallelism(spark) or 0  # 0: unknown (Spark Connect)
 
 
 # -- compaction ----------------------------------------------------------------------------------

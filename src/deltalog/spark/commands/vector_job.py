@@ -51,7 +51,7 @@ from deltalog.spark.commands.vector_tasks import (
     WholeTask,
 )
 from deltalog.spark.read.common import FILE, ROW, WHOLE
-from deltalog.spark.session import arrow_to_df, conf_get, is_connect, to_arrow
+from deltalog.spark.session import arrow_to_df, conf_get, default_parallelism, to_arrow
 from deltalog.storage.options import registered
 from deltalog.table_properties import parse_byte_size
 from deltalog.write.deletion_vectors import random_prefix_length
@@ -198,9 +198,8 @@ def mark_rows(
                 raise
             _log.info("deletion vectors of %s: a file was split between tasks", table_root)
     parts = min(len(keys), int(conf_get(spark, "spark.sql.shuffle.partitions", "200")))
-    if not is_connect(spark):  # one wave of tasks: each costs a Python worker's round trip
-        parts = min(parts, int(spark.sparkContext.defaultParallelism))
-    parts = max(1, parts)
+    # One wave of tasks where the slots are known: each task costs a Python worker's round trip.
+    parts = max(1, min(parts, default_parallelism(spark) or parts))
     # Each stage's bitmaps per file and clause, then every file's in one task.
     pieces = rows.frame.select(*columns).mapInArrow(partial, PIECES_DDL)
     out = to_arrow(pieces.repartition(parts, "number").mapInArrow(task, RESULTS_DDL))
@@ -232,9 +231,7 @@ def _min_partitions(spark: SparkSession) -> int | None:
         value = conf_get(spark, key, "")
         if value.strip().isdigit():
             return int(value)
-    if is_connect(spark):
-        return None
-    return int(spark.sparkContext.defaultParallelism)
+    return default_parallelism(spark)
 
 
 def _task_file(row: dict[str, Any]) -> TaskFile:

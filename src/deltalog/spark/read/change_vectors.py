@@ -42,7 +42,7 @@ from deltalog.change_data_feed import (
     vector_rows,
 )
 from deltalog.spark.read.common import ROW
-from deltalog.spark.session import conf_get
+from deltalog.spark.session import conf_get, default_parallelism
 from deltalog.storage import register, store_for
 from deltalog.storage.options import StorageOptions, registered
 
@@ -127,11 +127,11 @@ def worker_storage(table_root: str, store: LogStore) -> StorageOptions:
 
 
 def _parallelism(spark: SparkSession) -> int:
-    try:
-        return max(int(spark.sparkContext.defaultParallelism), 1)
-    except Exception:  # Spark Connect: no SparkContext
-        value = conf_get(spark, "spark.sql.shuffle.partitions", "200")
-        return int(value) if value.isdigit() and int(value) > 0 else 200
+    known = default_parallelism(spark)
+    if known is not None:
+        return known
+    value = conf_get(spark, "spark.sql.shuffle.partitions", "200")  # Spark Connect
+    return int(value) if value.isdigit() and int(value) > 0 else 200
 
 
 class ExpandVectors:

@@ -52,7 +52,7 @@ from deltalog.spark.read.common import FILE, ROW, read_files_or_raise
 from deltalog.spark.read.scan import logical_columns, physical_field, through_seam
 from deltalog.spark.read.seam_scan import changes_through_seam
 from deltalog.spark.schema import to_spark_schema
-from deltalog.spark.session import arrow_to_df, conf_get
+from deltalog.spark.session import arrow_to_df, conf_get, default_parallelism
 from deltalog.table_properties import parse_byte_size
 
 if TYPE_CHECKING:
@@ -229,9 +229,8 @@ def scan_tasks(spark: SparkSession, total_bytes: int) -> int | None:
     them in fewer tasks, never more (it is lazy, narrow, and a no-op for large files). ``None``
     where the parallelism is unknown (Spark Connect: no SparkContext).
     """
-    try:
-        parallelism = int(spark.sparkContext.defaultParallelism)
-    except Exception:  # Spark Connect
+    parallelism = default_parallelism(spark)
+    if parallelism is None:  # Spark Connect
         return None
     minimum = conf_get(spark, "spark.sql.files.minPartitionNum", "")
     floor = int(minimum) if minimum.isdigit() else parallelism
