@@ -182,3 +182,16 @@ def checkpoint_snapshot_mismatch(
         table=table,
         help="this is a bug, please report it; the table itself is unchanged.",
     )
+
+
+def failed_integrity_check(table: str, version: int, mismatches: list[str]) -> InvalidTableError:
+    return InvalidTableError(
+        "DELTA_TXN_LOG_FAILED_INTEGRITY",
+        f"The transaction log has failed integrity checks: the version checksum "
+        f"{version:020d}.crc disagrees with the state replayed from the log at version {version} "
+        f"({'; '.join(mismatches)}).",
+        table=table,
+        help="a log file was changed or removed outside Delta, or the writer of the .crc file "
+        "had a bug; compare the commits with a backup. If the commits are right, delete that "
+        ".crc file (and the later ones): they are optional and the next commit writes a new one.",
+    )

@@ -16,12 +16,14 @@ import pyarrow as pa
 from deltalog import errors
 from deltalog.actions import CommitInfo, DomainMetadata, Metadata, Protocol, SetTransaction
 from deltalog.features import check_read_supported, is_feature_supported
+from deltalog.log.checksum import checksum_mismatches
 from deltalog.log.kernels import total
 from deltalog.schema import StructType, parse_schema
 from deltalog.table_properties import TableProperties
 
 if TYPE_CHECKING:
     from deltalog.log.checkpoint_options import CheckpointOptions
+    from deltalog.log.checksum import VersionChecksum
     from deltalog.log.replay import InMemoryLogReplay
     from deltalog.log.segment import LogSegment
     from deltalog.storage.base import LogStore
@@ -49,6 +51,7 @@ class Snapshot:
         self._replay = replay
         self._last_commit_info = last_commit_info
         self._spark_state = spark_state  # spark.read.state.SparkState when engine == "spark"
+        self._checksum: VersionChecksum | None = None
         if replay.current_protocol is None:
             raise errors.state_recover_error(table_root, "protocol", segment.version)
         if replay.current_metadata is None:
@@ -205,6 +208,36 @@ class Snapshot:
     @property
     def size_in_bytes(self) -> int:
         return total(self.all_files_arrow()["size"])
+
+    # -- version checksum -------------------------------------------------------------------
+
+    @property
+    def checksum(self) -> VersionChecksum | None:
+        """This version's checksum (its ``.crc`` file, read and validated when the snapshot was
+        loaded, or the one the writer of this version computed); ``None`` when there is none,
+        it did not parse, or it disagreed with the state."""
+        return self._checksum
+
+    def attach_checksum(self, checksum: VersionChecksum | None) -> None:
+        """Set (or, with ``None``, forget) this version's checksum: the next commit derives its
+        own checksum from it instead of from the state."""
+        self._checksum = checksum
+
+    def validate_checksum(self) -> None:
+        """Check this version's checksum against the replayed state (protocol, metadata and,
+        when the driver holds the files, ``numFiles``, ``tableSizeBytes`` and the
+        deletion-vector counts); a no-op without a checksum. On a mismatch the checksum is
+        forgotten, then the error raised.
+
+        Raises:
+            InvalidTableError: ``DELTA_TXN_LOG_FAILED_INTEGRITY``, naming the fields that differ.
+        """
+        if self._checksum is None:
+            return
+        mismatches = checksum_mismatches(self._checksum, self)
+        if mismatches:
+            self._checksum = None
+            raise errors.failed_integrity_check(self.table_root, self.version, mismatches)
 
     def uncache(self) -> None:
         """Drop cached engine state (the Spark engine's persisted DataFrame)."""

@@ -10,6 +10,14 @@ of one table's log. :class:`deltalog.delta_log.DeltaLog` adds the per-path cache
   background.
 * :meth:`SnapshotManagement.get_snapshot_at` and
   :meth:`SnapshotManagement.get_snapshot_at_timestamp` time travel.
+* Version checksums: when the listing shows ``<version>.crc`` for the version loaded, it is read
+  (one small read) and checked against the replayed state (:meth:`Snapshot.validate_checksum`;
+  the file counts only when the driver holds the files). A mismatch is logged as a warning and
+  the checksum dropped, never raised: delta-spark does not check checksums when it loads a
+  snapshot either (only before a checkpoint, see :mod:`deltalog.txn.hooks`), and a ``.crc`` is an
+  optional side file that must not make a readable table unreadable. An absent or unparseable
+  ``.crc`` is ignored. A listing that differs from the current one only by a new ``.crc``
+  keeps the current snapshot.
 """
 from __future__ import annotations
 
@@ -17,10 +25,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from deltalog import errors
 from deltalog.actions import NON_FILE_KEYS, REPLAY_ACTION_KEYS, CommitInfo
+from deltalog.log.checksum import parse_checksum
 from deltalog.log.engines import engine_factory
 from deltalog.log.filenames import (
     LAST_CHECKPOINT,
@@ -275,7 +285,7 @@ class SnapshotManagement:
                 current.uncache()
             self._snapshot = None
             raise errors.table_not_found(self.table_root, "no commits in _delta_log")
-        if current is not None and segment == current.segment:
+        if current is not None and _same_files(segment, current.segment):
             return current
         log.info("Loading version %d of %s", segment.version, self.table_root)
         new = self._create_snapshot(segment, previous=current)
@@ -390,7 +400,30 @@ class SnapshotManagement:
         )
         if spark_state is not None:
             spark_state.min_file_retention_timestamp = replay.min_file_retention_timestamp
+        self._load_checksum(snapshot)
         return snapshot
+
+    def _load_checksum(self, snapshot: Snapshot) -> None:
+        """Attach the version's ``.crc`` when the listing has it and it agrees with the state
+        (see the module docstring)."""
+        crc = snapshot.segment.crc
+        if crc is None or crc.version != snapshot.version:
+            return
+        try:
+            data = self.store.read(crc.path)
+        except OSError as e:
+            log.warning("Ignoring version checksum %s: it cannot be read (%s)", crc.path, e)
+            return
+        checksum = parse_checksum(data)
+        if checksum is None:
+            if data:  # an empty one is being written (or its writer crashed): nothing to say
+                log.warning("Ignoring version checksum %s: not a valid checksum file", crc.path)
+            return
+        snapshot.attach_checksum(checksum)
+        try:
+            snapshot.validate_checksum()
+        except errors.InvalidTableError as e:
+            log.warning("%s", e)
 
     def _replay(
         self, segment: LogSegment, previous: Snapshot | None, *, files: bool
@@ -528,6 +561,11 @@ class SnapshotManagement:
 
         self._async_update = threading.Thread(target=run, name="deltalog-update", daemon=True)
         self._async_update.start()
+
+
+def _same_files(a: LogSegment, b: LogSegment) -> bool:
+    """Whether two segments replay the same files (their ``.crc`` side files aside)."""
+    return replace(a, crc=None) == replace(b, crc=None)
 
 
 def _now_ms() -> int:

@@ -9,8 +9,9 @@
 3. When the version exists, every winning commit up to the latest is checked with the
    reference's rules (:func:`deltalog.txn.conflicts.check_conflicts`); no conflict means retry
    at the next version at once (no sleep, as the reference), a conflict raises its exception.
-4. Post-commit hooks run on the committed version (:mod:`deltalog.txn.hooks`); their failures
-   are logged, never raised: the commit has happened.
+4. Post-commit hooks run on the committed version (:mod:`deltalog.txn.hooks`), the version
+   checksum first (derived from what was just written); their failures are logged, never
+   raised: the commit has happened.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from deltalog.log.filenames import commit_name
 from deltalog.schema import StructType, parse_schema
 from deltalog.table_properties import TableProperties
 from deltalog.txn.conflicts import check_conflicts, in_commit_timestamp_after
-from deltalog.txn.hooks import run_post_commit_hooks
+from deltalog.txn.hooks import CommittedVersion, run_post_commit_hooks
 from deltalog.txn.operations import Operation, build_commit_info, new_txn_id
 from deltalog.txn.read_set import SERIALIZABLE, SNAPSHOT_ISOLATION, PendingCommit
 from deltalog.txn.winning_commit import WinningCommit
@@ -130,7 +131,8 @@ def commit(
             pending, attempt, own_ict = _resolve_conflicts(txn, pending, attempt, own_ict)
             continue
         log.info("Committed version %d of %s (%s)", attempt, txn.table_root, operation.name)
-        run_post_commit_hooks(txn.log, attempt)
+        committed = CommittedVersion(txn.snapshot, (info, *actions_now), txn_id, operation.name)
+        run_post_commit_hooks(txn.log, attempt, committed)
         return attempt
     raise errors.DeltaConcurrentModificationException(
         "DELTA_MAX_COMMIT_RETRIES_EXCEEDED",

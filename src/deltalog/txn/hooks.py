@@ -1,5 +1,9 @@
 """Post-commit hooks (reference ``PostCommitHook``s), run in order after a commit landed:
 
+0. version checksum (:func:`write_version_checksum`): ``<version>.crc``, derived from the
+   previous version's checksum and the committed actions (no replay); when there is no usable
+   previous checksum, computed from the committed snapshot when its files are on the driver
+   anyway (the refresh below builds it incrementally), else skipped: the file is optional;
 1. checkpoint: every ``delta.checkpointInterval`` versions (10 by default; never at version 0),
    a checkpoint of the committed version (laid out by the log's ``checkpoint_options``) and
    ``_last_checkpoint``;
@@ -11,6 +15,10 @@
 CLONE, CONVERT and RESTORE also checkpoint their version at once
 (:func:`checkpoint_after_commit`, the reference's ``commitLarge``).
 
+Before a checkpoint, the snapshot's checksum (read with it, or computed by the commit) is
+checked against the state the checkpoint is about to write, as delta-spark does: a mismatch
+raises ``DELTA_TXN_LOG_FAILED_INTEGRITY`` and no checkpoint is written.
+
 A hook failure is logged and never raised: the commit has already happened, and the next
 checkpoint will cover what this one missed.
 """
@@ -19,14 +27,24 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from deltalog import errors
 from deltalog.log.checkpoint_writer import write_checkpoint
+from deltalog.log.checksum import (
+    VersionChecksum,
+    checksum_from_state,
+    checksum_name,
+    derive_checksum,
+    initial_checksum,
+    parse_checksum,
+)
 from deltalog.log.cleanup import cleanup_expired_logs
 from deltalog.write.manifests import generate_after_commit
 
 if TYPE_CHECKING:
+    from deltalog.actions import Action
     from deltalog.log.checkpoint_options import CheckpointOptions
     from deltalog.log.snapshot import Snapshot
     from deltalog.log.snapshots import SnapshotManagement
@@ -35,10 +53,32 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def run_post_commit_hooks(delta_log: SnapshotManagement, version: int) -> None:
-    """Refresh ``delta_log`` to the committed ``version`` and run the hooks that apply to it."""
+@dataclass(frozen=True, slots=True)
+class CommittedVersion:
+    """What a commit wrote, for the version checksum.
+
+    Attributes:
+        read_snapshot: the snapshot the transaction read (``None`` for a new table).
+        actions: the committed actions, ``commitInfo`` included, as written.
+        txn_id: ``commitInfo.txnId``.
+        operation: the operation name.
+    """
+
+    read_snapshot: Snapshot | None
+    actions: tuple[Action, ...]
+    txn_id: str
+    operation: str
+
+
+def run_post_commit_hooks(
+    delta_log: SnapshotManagement, version: int, committed: CommittedVersion | None = None
+) -> None:
+    """Refresh ``delta_log`` to the committed ``version`` and run the hooks that apply to it
+    (the version checksum only when ``committed`` says what was written)."""
     try:
         snapshot = delta_log.update()
+        if committed is not None:
+            write_version_checksum(delta_log, snapshot, version, committed)
         if snapshot.version != version:
             if not _checkpoint_due(snapshot, version):
                 return
@@ -67,6 +107,81 @@ def checkpoint_after_commit(delta_log: SnapshotManagement, version: int, operati
         log.warning("Checkpoint after %s of %s failed: %s", operation, delta_log.table_root, e)
 
 
+def write_version_checksum(
+    delta_log: SnapshotManagement, latest: Snapshot, version: int, committed: CommittedVersion
+) -> VersionChecksum | None:
+    """Write ``<version>.crc`` and attach it to ``latest`` when that is the committed version;
+    returns it, or ``None`` when it was skipped. Never raises: a checksum that cannot be
+    computed or written is logged and skipped.
+
+    The file goes through the store's ``open_output`` (exclusive create on local disks: an
+    existing file is never replaced; one PUT on object stores, where only the committer of a
+    version ever writes its checksum), not the fsynced put-if-absent of commits: the checksum is
+    optional, so a crash that loses or truncates it costs nothing (an unparseable checksum is
+    ignored), and the fsync would double the time of a small local commit."""
+    try:
+        checksum = _checksum_of(delta_log, latest, version, committed)
+        if checksum is None:
+            log.debug("No version checksum for version %d of %s", version, delta_log.table_root)
+            return None
+        try:
+            with delta_log.store.open_output(
+                f"{delta_log.log_root}/{checksum_name(version)}"
+            ) as out:
+                out.write(checksum.to_json())
+        except FileExistsError:
+            log.debug("Version checksum of version %d exists already", version)
+            return None
+        if latest.version == version:
+            latest.attach_checksum(checksum)
+        return checksum
+    except (errors.DeltaError, OSError, ValueError) as e:
+        log.warning(
+            "Writing the version checksum of version %d of %s failed (the commit stands): %s",
+            version,
+            delta_log.table_root,
+            e,
+        )
+        return None
+
+
+def _checksum_of(
+    delta_log: SnapshotManagement, latest: Snapshot, version: int, committed: CommittedVersion
+) -> VersionChecksum | None:
+    """Derived from the previous version's checksum when one is at hand (the read snapshot's,
+    else ``<version-1>.crc`` after a conflict retry), else from the committed state when the
+    driver holds it."""
+    read = committed.read_snapshot
+    previous: VersionChecksum | None = None
+    if version == 0:
+        previous = initial_checksum()
+    elif read is not None and read.version == version - 1:
+        previous = read.checksum
+    else:
+        previous = _read_checksum(delta_log, version - 1)
+    if previous is not None:
+        derived = derive_checksum(
+            previous,
+            committed.actions,
+            operation=committed.operation,
+            txn_id=committed.txn_id,
+            first_version=version == 0,
+        )
+        if derived is not None:
+            return derived
+    if latest.version == version and latest.engine == "driver":
+        return checksum_from_state(latest, txn_id=committed.txn_id)
+    return None
+
+
+def _read_checksum(delta_log: SnapshotManagement, version: int) -> VersionChecksum | None:
+    try:
+        data = delta_log.store.read(f"{delta_log.log_root}/{checksum_name(version)}")
+    except FileNotFoundError:
+        return None
+    return parse_checksum(data)
+
+
 def _checkpoint_due(snapshot: Snapshot, version: int) -> bool:
     interval = snapshot.properties.checkpoint_interval
     return version != 0 and version % interval == 0
@@ -75,8 +190,13 @@ def _checkpoint_due(snapshot: Snapshot, version: int) -> bool:
 def checkpoint_and_clean(
     store: LogStore, snapshot: Snapshot, options: CheckpointOptions | None = None
 ) -> None:
-    """Checkpoint ``snapshot`` (laid out by ``options``) and then clean expired log files (the
-    reference's ``checkpoint`` + ``doLogCleanup``)."""
+    """Check the snapshot's version checksum, checkpoint ``snapshot`` (laid out by ``options``)
+    and then clean expired log files (the reference's ``checkpoint`` + ``doLogCleanup``).
+
+    Raises:
+        InvalidTableError: ``DELTA_TXN_LOG_FAILED_INTEGRITY`` (nothing written).
+    """
+    snapshot.validate_checksum()
     write_checkpoint(store, snapshot, options)
     if snapshot.metadata.configuration.get("delta.enableExpiredLogCleanup", "true") == "false":
         return
