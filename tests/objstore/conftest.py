@@ -1,5 +1,6 @@
-"""A real S3 API on loopback: moto's server on a free port of 127.0.0.1 (one per test process),
-a fresh bucket per test, and a fault-injecting proxy in front of it."""
+"""Real object-store APIs on loopback, one server of each per test process: moto's S3 server and
+Azurite's Azure Blob service on free ports of 127.0.0.1, a fresh bucket (container) per test, and a
+fault-injecting proxy in front of each."""
 
 from __future__ import annotations
 
@@ -12,10 +13,9 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import moto.server  # noqa: F401  (imported hard: a missing S3 server fails the suite)
-import obstore  # noqa: F401
 import pytest
 
+from tests.objstore.azurite import Azurite
 from tests.objstore.proxy import FaultProxy
 
 
@@ -28,7 +28,11 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def moto_port() -> Iterator[int]:
     """moto's S3 server in a process of its own: in this one it would need the GIL, which
-    some native readers (delta-rs's DataFusion queries) hold while they wait for it."""
+    some native readers (delta-rs's DataFusion queries) hold while they wait for it. Imported
+    here, not skipped when missing: without moto every S3 test fails (the Azure tests need only
+    Azurite, and run in the core venv, which has no moto)."""
+    import moto.server  # noqa: F401
+
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
@@ -96,3 +100,53 @@ def proxy(_proxy: FaultProxy) -> Iterator[FaultProxy]:
     _proxy.reset()
     yield _proxy
     _proxy.reset()
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[Azurite]:
+    """Azurite's Blob service (installed with npm on first use; skips the Azure tests without
+    node or npm, see tests/objstore/azurite.py)."""
+    server = Azurite()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def azure_options(server: Azurite, endpoint: str | None = None) -> dict[str, str]:
+    """delta-rs's option names for the run's account, as a user passes them to both libraries;
+    ``endpoint`` (a proxy's) instead of Azurite's own."""
+    return {
+        "AZURE_STORAGE_ACCOUNT_NAME": server.account,
+        "AZURE_STORAGE_ACCOUNT_KEY": server.key,
+        "AZURE_STORAGE_ENDPOINT": f"{endpoint}/{server.account}" if endpoint else server.endpoint,
+        "AZURE_ALLOW_HTTP": "true",
+    }
+
+
+@pytest.fixture
+def azure(azurite: Azurite) -> dict[str, Any]:
+    """A fresh container: ``container``, ``root`` (``az://container``), ``options`` (one dict
+    for deltalog and deltalake) and ``server``."""
+    container = f"dl-{uuid.uuid4().hex[:16]}"
+    azurite.create_container(container)
+    return {
+        "container": container,
+        "root": f"az://{container}",
+        "options": azure_options(azurite),
+        "server": azurite,
+    }
+
+
+@pytest.fixture(scope="session")
+def _azure_proxy(azurite: Azurite) -> Iterator[FaultProxy]:
+    proxy = FaultProxy(azurite.port)
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture
+def azure_proxy(_azure_proxy: FaultProxy) -> Iterator[FaultProxy]:
+    _azure_proxy.reset()
+    yield _azure_proxy
+    _azure_proxy.reset()

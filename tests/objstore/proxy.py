@@ -1,9 +1,10 @@
-"""A fault-injecting HTTP proxy on loopback, in front of a real S3 API (moto's server), which
-also records what it served (method, path and query, body bytes).
+"""A fault-injecting HTTP proxy on loopback, in front of a real object-store API (moto's S3
+server, Azurite), which also records what it served (method, path and query, body bytes).
 
 Faults are real HTTP behaviour a client meets, not mocks of the client:
 - ``strip_conditional``: drop ``If-None-Match`` / ``If-Match`` before forwarding, as S3-compatible
-  servers without conditional writes do (they overwrite).
+  servers without conditional writes do (they overwrite). S3 only: Azure's Shared Key signature
+  covers ``If-None-Match``, so Azurite refuses a request stripped of it.
 - ``slow_down_every``: answer every Nth request with ``503 SlowDown`` without forwarding it.
 - ``lose_put_responses``: forward a PUT of a ``_delta_log`` commit, then answer ``503`` as if the
   response was lost on the way back (the write landed; the client must not think it did not).
@@ -107,7 +108,9 @@ class FaultProxy:
         if action == "slow_down":
             self._reply(h, 503, _SLOW_DOWN)
             return
-        headers = {k: v for k, v in h.headers.items() if k.lower() not in _HOP}
+        # The body's length replaces the client's (sent lower-case by some clients: Node's
+        # HTTP parser, Azurite's, refuses a request with two Content-Length headers).
+        headers = {k: v for k, v in h.headers.items() if k.lower() not in _HOP | {"content-length"}}
         headers["Content-Length"] = str(len(body))
         headers["Host"] = f"127.0.0.1:{self.upstream_port}"
         if self.strip_conditional:
