@@ -9,7 +9,7 @@ Spark's JVM reader (:mod:`deltalog.spark.read.scan`) is the fast path for big sc
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,8 +45,9 @@ class TableLayout:
         )
 
 
-def read_parquet(path: str, table_root: str) -> pa.Table:
-    """A data file's physical rows.
+def read_parquet(path: str, table_root: str, columns: Sequence[str] | None = None) -> pa.Table:
+    """A data file's physical rows (only the physical ``columns`` when given; names the file
+    does not have are left out).
 
     Raises:
         InvalidTableError: the file does not exist (DELTA_FILE_NOT_FOUND).
@@ -61,7 +62,11 @@ def read_parquet(path: str, table_root: str) -> pa.Table:
             source = path
         # ``ParquetFile`` rather than ``read_table``: no dataset discovery, which is about half
         # of a small file's read (bench/README.md).
-        return pq.ParquetFile(source, coerce_int96_timestamp_unit="us").read()
+        parquet = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
+        if columns is not None:
+            present = set(parquet.schema_arrow.names)
+            columns = [c for c in columns if c in present]
+        return parquet.read(columns=columns)
     except FileNotFoundError:
         raise errors.InvalidTableError(
             "DELTA_FILE_NOT_FOUND",

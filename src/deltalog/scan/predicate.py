@@ -3,7 +3,9 @@ for the SQL subset that data skipping can use.
 
 The model covers what Delta's data skipping evaluates against partition values and file
 statistics: comparisons of a column with a literal, ``IN``, ``IS [NOT] NULL``, ``BETWEEN`` and
-``AND`` / ``OR`` / ``NOT`` over them. Anything else parses to :class:`Opaque`, which skipping
+``AND`` / ``OR`` / ``NOT`` over them; comparisons of arithmetic on a column (``k % 10 = 0``,
+:class:`Computed`) parse for the row evaluator, and skipping treats them as "may match".
+Anything else parses to :class:`Opaque`, which skipping
 treats as "may match": the exact filter is always applied to the rows afterwards (by Spark), so
 a predicate only ever removes files that cannot hold a matching row.
 """
@@ -46,6 +48,26 @@ class Comparison:
 
 
 @dataclass(frozen=True, slots=True)
+class Arithmetic:
+    """``column op operand`` with ``op`` one of ``+ - * %``: a value computed per row (an
+    UPDATE's new value, or the left side of a :class:`Computed` comparison)."""
+
+    column: str
+    op: str
+    operand: Literal
+
+
+@dataclass(frozen=True, slots=True)
+class Computed:
+    """``term op literal`` where ``term`` is :class:`Arithmetic` (``k % 10 = 0``). Skipping
+    cannot use it (a file may match); the row evaluator computes it as Spark does, or refuses."""
+
+    term: Arithmetic
+    op: str
+    literal: Literal
+
+
+@dataclass(frozen=True, slots=True)
 class In:
     column: str
     values: tuple[Literal, ...]
@@ -82,13 +104,15 @@ class Opaque:
     text: str = ""
 
 
-Predicate = Comparison | In | IsNull | And | Or | Not | Opaque
+Predicate = Comparison | Computed | In | IsNull | And | Or | Not | Opaque
 
 
 def negate(p: Predicate) -> Predicate:
     """``NOT p`` with the negation pushed to the leaves (SQL: a NULL operand matches neither)."""
     if isinstance(p, Comparison):
         return Comparison(p.column, _NEGATE[p.op], p.literal)
+    if isinstance(p, Computed):
+        return Computed(p.term, _NEGATE[p.op], p.literal)
     if isinstance(p, In):
         return In(p.column, p.values, not p.negated)
     if isinstance(p, IsNull):
@@ -128,6 +152,8 @@ def columns(p: Predicate) -> set[str]:
     """The column names ``p`` refers to."""
     if isinstance(p, (Comparison, In, IsNull)):
         return {p.column}
+    if isinstance(p, Computed):
+        return {p.term.column}
     if isinstance(p, (And, Or)):
         return columns(p.left) | columns(p.right)
     if isinstance(p, Not):
@@ -141,6 +167,10 @@ def simple_string(p: Predicate) -> str:
     filters. Operators are this module's normal forms (``a <> 1`` prints as ``NOT ('a = 1)``)."""
     if isinstance(p, Comparison):
         text = f"({_attribute(p.column)} {_SYMBOL[p.op]} {_literal_string(p.literal)})"
+        return f"NOT {text}" if p.op == "!=" else text
+    if isinstance(p, Computed):
+        term = f"({_attribute(p.term.column)} {p.term.op} {_literal_string(p.term.operand)})"
+        text = f"({term} {_SYMBOL[p.op]} {_literal_string(p.literal)})"
         return f"NOT {text}" if p.op == "!=" else text
     if isinstance(p, In):
         values = ",".join(_literal_string(v) for v in p.values)
@@ -186,6 +216,7 @@ _TOKEN = re.compile(
       | (?P<op><=>|==|!=|<>|<=|>=|[=<>(),])
       | (?P<word>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
       | (?P<minus>-)
+      | (?P<arith>[+*%])
     )""",
     re.VERBOSE,
 )
@@ -210,6 +241,19 @@ def parse_predicate(text: str) -> Predicate:
     if rest is not None:
         raise PredicateSyntaxError(f"unexpected {rest[1]!r}")
     return p
+
+
+def parse_operand(text: str) -> Operand:
+    """Parse one operand: a column, a literal, or ``column op literal`` (``v + 1``).
+
+    Raises :class:`PredicateSyntaxError` for anything else.
+    """
+    parser = _Parser(_tokens(text))
+    operand = parser.operand()
+    rest = parser.peek()
+    if rest is not None:
+        raise PredicateSyntaxError(f"unexpected {rest[1]!r}")
+    return operand
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
@@ -277,7 +321,7 @@ class _Parser:
             p = self.expression()
             self._expect(")")
             return p
-        left = self._operand()
+        left = self.operand()
         if self._keyword("is"):
             negated = self._keyword("not")
             self._expect("null")
@@ -286,9 +330,9 @@ class _Parser:
         if self._keyword("in"):
             return self._in(left, negated)
         if self._keyword("between"):
-            low = self._operand()
+            low = self.operand()
             self._expect("and")
-            high = self._operand()
+            high = self.operand()
             p = And(_compare(left, ">=", low), _compare(left, "<=", high))
             return Not(p) if negated else p
         if negated:
@@ -296,21 +340,35 @@ class _Parser:
         kind, op = self._next()
         if kind != "op" or (op not in _NORMAL and op != "<=>"):
             raise PredicateSyntaxError(f"expected a comparison, found {op!r}")
-        right = self._operand()
+        right = self.operand()
         return _null_safe_equal(left, right) if op == "<=>" else _compare(left, _NORMAL[op], right)
 
-    def _in(self, left: str | Literal, negated: bool) -> Predicate:
+    def _in(self, left: Operand, negated: bool) -> Predicate:
         self._expect("(")
-        values = [self._operand()]
+        values = [self.operand()]
         while self.peek() == ("op", ","):
             self._next()
-            values.append(self._operand())
+            values.append(self.operand())
         self._expect(")")
         if not isinstance(left, str) or not all(isinstance(v, Literal) for v in values):
             return Opaque("IN")
         return In(left, tuple(v for v in values if isinstance(v, Literal)), negated)
 
-    def _operand(self) -> str | Literal:
+    def operand(self) -> Operand:
+        """A column, a literal, or ``column op literal`` (one arithmetic operator)."""
+        first = self._primary()
+        token = self.peek()
+        if token is None or token[0] not in ("minus", "arith"):
+            return first
+        self._next()
+        operand = self._primary()
+        if not isinstance(first, str) or not isinstance(operand, Literal):
+            raise PredicateSyntaxError("arithmetic is read as a column and a literal")
+        if self.peek() is not None and self.peek()[0] in ("minus", "arith"):  # type: ignore[index]
+            raise PredicateSyntaxError("one arithmetic operator per operand")
+        return Arithmetic(first, token[1], operand)
+
+    def _primary(self) -> str | Literal:
         kind, text = self._next()
         if kind == "minus":
             kind, text = self._next()
@@ -345,7 +403,7 @@ class _Parser:
         """``CAST(literal AS type)``, as Spark's analysis writes a literal it coerced (the
         SQL of an analysed ``Column`` condition): the literal, of the target type."""
         self._expect("(")
-        inner = self._operand()
+        inner = self._primary()
         self._expect("as")
         _, type_name = self._next()
         arguments: list[int] = []
@@ -407,15 +465,23 @@ def _cast_literal(literal: Literal, type_name: str, arguments: tuple[int, ...] =
     raise PredicateSyntaxError(f"CAST of a {literal.kind} to {type_name} is not used for skipping")
 
 
-def _compare(left: str | Literal, op: str, right: str | Literal) -> Predicate:
+Operand = str | Literal | Arithmetic
+"""What a comparison compares: a column (its name), a literal, or arithmetic on a column."""
+
+
+def _compare(left: Operand, op: str, right: Operand) -> Predicate:
     if isinstance(left, str) and isinstance(right, Literal):
         return Comparison(left, op, right)
     if isinstance(left, Literal) and isinstance(right, str):
         return Comparison(right, _MIRROR[op], left)
+    if isinstance(left, Arithmetic) and isinstance(right, Literal):
+        return Computed(left, op, right)
+    if isinstance(left, Literal) and isinstance(right, Arithmetic):
+        return Computed(right, _MIRROR[op], left)
     return Opaque(op)
 
 
-def _null_safe_equal(left: str | Literal, right: str | Literal) -> Predicate:
+def _null_safe_equal(left: Operand, right: Operand) -> Predicate:
     """``a <=> b``: ``x <=> NULL`` is ``x IS NULL``; ``x <=> v`` is ``x IS NOT NULL AND x = v``,
     which is never NULL (a NULL ``x`` makes it false), as Spark's ``<=>``, and negates to
     ``x IS NULL OR x != v``."""

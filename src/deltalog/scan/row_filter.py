@@ -11,12 +11,16 @@ number (``NaN > x``, ``x < NaN``), ``-0.0 = 0.0``, NULL is unknown (three-valued
 ``x IN (..., NULL)`` unknown when not found), ``x <=> v`` never NULL. A literal is coerced to the
 column's type as Spark does (:func:`~deltalog.scan.coercion.coerce`); where the two modes
 differ or the coercion is not reproduced (a string column against a number, an integer column
-against ``6.5``, a decimal column against a double...) the condition is refused. There is no
-Spark session: a timestamp literal without an offset is read in UTC.
+against ``6.5``, a decimal column against a double...) the condition is refused. Arithmetic on
+a column and a literal (``k % 10 = 0``) is computed by :mod:`deltalog.scan.arithmetic`, which
+refuses what the two modes answer differently (an overflow, a remainder by zero). A timestamp
+literal without an offset is read in ``zone`` (the Spark session's, from the Spark layer), UTC
+by default.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -26,10 +30,13 @@ import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.partition_values import typed_partition_values
+from deltalog.scan.arithmetic import spark_arithmetic
 from deltalog.scan.coercion import UNKNOWN, coerce, comparison_type
 from deltalog.scan.predicate import (
     And,
+    Arithmetic,
     Comparison,
+    Computed,
     In,
     IsNull,
     Literal,
@@ -51,11 +58,14 @@ PartitionMatcher = Callable[[pa.Table], pa.Array]
 of some files (:func:`typed_partitions`), whether the condition is TRUE for each file's rows."""
 
 
-def evaluate(predicate: Predicate, rows: pa.Table, *, table: str = "") -> pa.BooleanArray:
+def evaluate(
+    predicate: Predicate, rows: pa.Table, *, table: str = "", zone: dt.tzinfo | None = None
+) -> pa.BooleanArray:
     """The predicate's value per row: true, false or null (unknown), as SQL defines it.
 
     Column names are matched case-insensitively (Spark's default). Literals are coerced to the
-    column's type as Spark does; timestamp literals without an offset are read in UTC.
+    column's type as Spark does; timestamp literals without an offset are read in ``zone``
+    (UTC when ``None``).
 
     Raises:
         UnsupportedFeatureError: the predicate uses syntax outside the supported subset, or a
@@ -63,7 +73,7 @@ def evaluate(predicate: Predicate, rows: pa.Table, *, table: str = "") -> pa.Boo
             (DELTA_UNSUPPORTED_PREDICATE).
         InvalidArgumentError: it names a column ``rows`` does not have.
     """
-    result = _eval(predicate, rows, table)
+    result = _Evaluator(rows, table, zone or _UTC).eval(predicate)
     if isinstance(result, pa.ChunkedArray):
         result = result.combine_chunks()
     return result
@@ -122,31 +132,53 @@ def partition_matches(
     return is_true(evaluate(predicate, typed, table=snapshot.table_root))
 
 
-def _eval(p: Predicate, rows: pa.Table, table: str) -> Any:
-    if isinstance(p, And):
-        return pc.and_kleene(_eval(p.left, rows, table), _eval(p.right, rows, table))
-    if isinstance(p, Or):
-        return pc.or_kleene(_eval(p.left, rows, table), _eval(p.right, rows, table))
-    if isinstance(p, Not):
-        return pc.invert(_eval(p.child, rows, table))
-    if isinstance(p, IsNull):
-        column = _column(rows, p.column, table)
-        return pc.is_valid(column) if p.negated else pc.is_null(column)
-    if isinstance(p, Comparison):
-        raw = _column(rows, p.column, table)
-        value = _scalar(p.literal, raw.type, p.column, table)
-        column = _compared(raw)
+class _Evaluator:
+    """One evaluation of a predicate over ``rows``: literals coerced in ``zone``."""
+
+    def __init__(self, rows: pa.Table, table: str, zone: dt.tzinfo) -> None:
+        self.rows, self.table, self.zone = rows, table, zone
+
+    def eval(self, p: Predicate) -> Any:
+        if isinstance(p, And):
+            return pc.and_kleene(self.eval(p.left), self.eval(p.right))
+        if isinstance(p, Or):
+            return pc.or_kleene(self.eval(p.left), self.eval(p.right))
+        if isinstance(p, Not):
+            return pc.invert(self.eval(p.child))
+        if isinstance(p, IsNull):
+            column = _column(self.rows, p.column, self.table)
+            return pc.is_valid(column) if p.negated else pc.is_null(column)
+        if isinstance(p, Comparison):
+            return self._compare(_column(self.rows, p.column, self.table), p.column, p)
+        if isinstance(p, Computed):
+            values = compute(p.term, self.rows, table=self.table)
+            return self._compare(values, p.term.column, p)
+        if isinstance(p, In):
+            return self._in(p)
+        assert isinstance(p, Opaque)
+        raise errors.UnsupportedFeatureError(
+            "DELTA_UNSUPPORTED_PREDICATE",
+            f"the condition {p.text!r} is outside what the Python writer evaluates (comparisons "
+            "of a column or of arithmetic on a column with a literal, IN, IS [NOT] NULL, "
+            "BETWEEN, AND/OR/NOT).",
+            table=self.table or None,
+            help="simplify the condition, or write through Spark, which evaluates any SQL.",
+        )
+
+    def _compare(self, raw: Any, name: str, p: Comparison | Computed) -> Any:
+        value = _scalar(p.literal, raw.type, name, self.table, self.zone)
         if value is None:
-            return pa.nulls(rows.num_rows, pa.bool_())
-        return _spark_compare(column, p.op, value)
-    if isinstance(p, In):
-        raw = _column(rows, p.column, table)
-        values = [_scalar(v, raw.type, p.column, table) for v in p.values]
+            return pa.nulls(len(raw), pa.bool_())
+        return _spark_compare(_compared(raw), p.op, value)
+
+    def _in(self, p: In) -> Any:
+        raw = _column(self.rows, p.column, self.table)
+        values = [_scalar(v, raw.type, p.column, self.table, self.zone) for v in p.values]
         column = _compared(raw)
         present = [v for v in values if v is not None]
         if pa.types.is_floating(column.type):
             # Equality, not hashing: -0.0 = 0.0 and NaN = NaN in Spark.
-            found: Any = pa.array([False] * rows.num_rows)
+            found: Any = pa.array([False] * self.rows.num_rows, pa.bool_())
             for v in present:
                 found = pc.or_(found, pc.fill_null(_spark_compare(column, "=", v), False))
         else:
@@ -156,14 +188,17 @@ def _eval(p: Predicate, rows: pa.Table, table: str) -> Any:
         if len(present) != len(values):
             found = pc.if_else(found, True, pa.scalar(None, pa.bool_()))
         return pc.invert(found) if p.negated else found
-    assert isinstance(p, Opaque)
-    raise errors.UnsupportedFeatureError(
-        "DELTA_UNSUPPORTED_PREDICATE",
-        f"the condition {p.text!r} is outside what the Python writer evaluates (comparisons "
-        "of a column with a literal, IN, IS [NOT] NULL, BETWEEN, AND/OR/NOT).",
-        table=table or None,
-        help="simplify the condition, or write through Spark, which evaluates any SQL.",
-    )
+
+
+def compute(term: Arithmetic, rows: pa.Table, *, table: str = "") -> pa.Array:
+    """``term`` per row of ``rows``, as Spark computes it (:mod:`deltalog.scan.arithmetic`).
+
+    Raises:
+        UnsupportedFeatureError: a type or a row whose result Spark's modes disagree on.
+        InvalidArgumentError: the column is not in ``rows``.
+    """
+    column = _column(rows, term.column, table)
+    return spark_arithmetic(column, term.op, term.operand, name=term.column, table=table)
 
 
 def _column(rows: pa.Table, name: str, table: str) -> pa.ChunkedArray:
@@ -204,9 +239,11 @@ def _spark_compare(column: pa.ChunkedArray, op: str, v: pa.Scalar) -> Any:
     return COMPARE[op](column, v)  # NaN is neither equal to nor below a number: false
 
 
-def _scalar(lit: Literal, target: pa.DataType, column: str, table: str) -> pa.Scalar | None:
+def _scalar(
+    lit: Literal, target: pa.DataType, column: str, table: str, zone: dt.tzinfo
+) -> pa.Scalar | None:
     """``lit`` as Spark compares it with a column of type ``target``; ``None`` for NULL."""
-    value = coerce(lit, target, _UTC)
+    value = coerce(lit, target, zone)
     if value is UNKNOWN:
         # Never compare a changed or guessed literal (6.5 taken as 6 would select other rows).
         raise errors.UnsupportedFeatureError(

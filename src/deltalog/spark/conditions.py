@@ -165,11 +165,17 @@ def partition_matcher(spark: SparkSession, condition: Any) -> PartitionMatcher:
 
 def partition_mask(spark: SparkSession, partitions: pa.Table, condition: Any) -> pa.Array:
     """For each row of ``partitions`` (typed partition values, logical names), whether
-    ``condition`` is TRUE for it, as Spark evaluates it. Distinct rows are evaluated once."""
+    ``condition`` is TRUE for it, as Spark evaluates it. Distinct rows are evaluated once.
+
+    The values are an RDD-based frame, not a ``LocalRelation``: Spark filters a local relation
+    before its other optimizer rules run, so it raises (ANSI) where a scan of the table would
+    have simplified the failing part away (``CAST(x AS INT) > 9223372036854775807``). A scan's
+    answer is the one a read gives; it costs a small job."""
     if partitions.num_rows == 0:
         return pa.array([], pa.bool_())
     distinct, inverse = _distinct_rows(partitions)
-    frame = arrow_to_df(spark, distinct.append_column(_ROW, pa.array(range(distinct.num_rows))))
+    numbered = distinct.append_column(_ROW, pa.array(range(distinct.num_rows)))
+    frame = arrow_to_df(spark, numbered, local=False)
     cond = F.expr(condition) if isinstance(condition, str) else condition
     hits = to_arrow(frame.where(cond).select(_ROW)).column(_ROW).to_pylist()
     chosen = [False] * distinct.num_rows

@@ -11,8 +11,10 @@ plan, transaction, writer rules and commit as through Spark (measured in ``bench
 
 The choice and its reason are logged at INFO (logger ``deltalog.spark.engine``). This process
 reaches the table's files wherever it reached its log (the same storage seam). A command goes
-local only where its local path evaluates everything it does exactly: today OPTIMIZE, whose
-data work evaluates no condition (a partition filter is still Spark's).
+local only where its local path evaluates everything it does exactly: OPTIMIZE, whose data
+work evaluates no condition (a partition filter is still Spark's), and DELETE and UPDATE whose
+condition and values are in the local evaluator's subset
+(:mod:`deltalog.spark.commands.local_dml`).
 """
 
 from __future__ import annotations

@@ -512,11 +512,13 @@ class Grammar:
 
     def _arithmetic(self) -> str:
         c = self._column("int", "frac", "decimal")
-        op = self.rng.choice("+-*/")
+        op = self.rng.choice("+-*/%")
         if self.rng.random() < 0.3:
             other = self._column(*COMPATIBLE[c.family]).name
         else:
-            other = self.rng.choice(("1", "2", "0", "1.5", "0.5D", "-1", "'2'", "100"))
+            other = self.rng.choice(
+                ("1", "2", "0", "1.5", "0.5D", "-1", "'2'", "100", "3", "-3", "2147483647", "7L")
+            )
         family = "frac" if op == "/" or "D" in other else c.family
         return f"{c.name} {op} {other} {self.rng.choice(COMPARISONS)} {self._literal(family)}"
 

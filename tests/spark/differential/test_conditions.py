@@ -30,7 +30,9 @@ from typing import Any
 import pytest
 
 import deltalog
+from deltalog.spark.engine import ENGINE_KEY
 from deltalog.tables import DeltaTable
+from tests.spark.confs import session_confs
 from tests.spark.differential import grammar, oracle
 from tests.spark.differential.oracle import Answer, Checker
 
@@ -233,12 +235,20 @@ def check_command(
     checker.finish()
 
 
-def _delete(spark: Any) -> Callable[[str, str], Any]:
-    return lambda path, text: DeltaTable.forPath(spark, path).delete(text)
+def _delete(spark: Any, engine: str = "auto") -> Callable[[str, str], Any]:
+    def run(path: str, text: str) -> Any:
+        with session_confs(spark, {ENGINE_KEY: engine}):
+            return DeltaTable.forPath(spark, path).delete(text)
+
+    return run
 
 
-def _update(spark: Any) -> Callable[[str, str], Any]:
-    return lambda path, text: DeltaTable.forPath(spark, path).update(text, {"mark": "1"})
+def _update(spark: Any, engine: str = "auto") -> Callable[[str, str], Any]:
+    def run(path: str, text: str) -> Any:
+        with session_confs(spark, {ENGINE_KEY: engine}):
+            return DeltaTable.forPath(spark, path).update(text, {"mark": "1"})
+
+    return run
 
 
 def _merge(spark: Any) -> Callable[[str, str], Any]:
@@ -280,8 +290,20 @@ Runner = Callable[[str, str], Any]
 COMMANDS: dict[
     str, tuple[Callable[[Any, str], Runner], Callable[[oracle.Mutation], Answer], str | None]
 ] = {
+    # The tables are small: the default engine choice runs these on the driver (the local
+    # engine, where the condition is in its subset); "[spark]" forces Spark's executors.
     "DeltaTable.delete": (lambda spark, _: _delete(spark), oracle.removal_answer, None),
+    "DeltaTable.delete [spark]": (
+        lambda spark, _: _delete(spark, "spark"),
+        oracle.removal_answer,
+        None,
+    ),
     "DeltaTable.update": (lambda spark, _: _update(spark), oracle.marking_answer, None),
+    "DeltaTable.update [spark]": (
+        lambda spark, _: _update(spark, "spark"),
+        oracle.marking_answer,
+        None,
+    ),
     "MERGE ON": (lambda spark, _: _merge(spark), oracle.marking_answer, None),
     "replaceWhere": (_replace_where, oracle.removal_answer, None),
     "deltalog.delete": (lambda *_: _python_delete, oracle.removal_answer, oracle.UNSUPPORTED),
@@ -304,6 +326,119 @@ def test_command(
     runner, answer, refusal = COMMANDS[command]
     run = runner(spark, fmt)
     check_command(plain, tables, tmp_path, seed, command, layout, run, answer, refusal=refusal)
+
+
+# -- the local engine's arithmetic -----------------------------------------------------------------
+
+# Arithmetic the local engine computes (or must refuse, for Spark to answer): every integral
+# width at its bounds (overflow), remainders by 0, -1 and signed divisors, floating values with
+# NaN and -0.0, and the types it leaves to Spark (decimals, division, % of a double).
+ARITHMETIC = (
+    "l % 10 = 0",
+    "i % 3 = -1",
+    "by % 3 = -2",
+    "sh % -7 < 0",
+    "l % -1 = 0",
+    "i % 0 = 1",
+    "i % 7L > 0",
+    "by + 100 > 0",
+    "i + 1 > 0",
+    "l - 1 < 0",
+    "sh * 2 > 0",
+    "i * 2147483647 > 1",
+    "by * 1000 < 0",
+    "NOT (l % 2 = 0)",
+    "i % 2 BETWEEN 0 AND 1",
+    "3 = i % 10",
+    "d + 1 > 1",
+    "d * 2 = 0",
+    "f + 1 <= 1",
+    "d - 1.5 < 0",
+    "f * 2 = -0.0",
+    "d % 2 = 0",
+    "dc + 1 > 0",
+    "i + 1.5 > 0",
+)
+# The ones it computes itself on these rows (no overflow, no remainder by 0, exact types).
+LOCAL_ARITHMETIC = frozenset(
+    {
+        "l % 10 = 0",
+        "i % 3 = -1",
+        "by % 3 = -2",
+        "sh % -7 < 0",
+        "l % -1 = 0",
+        "i % 7L > 0",
+        "by + 100 > 0",
+        "sh * 2 > 0",
+        "by * 1000 < 0",
+        "NOT (l % 2 = 0)",
+        "i % 2 BETWEEN 0 AND 1",
+        "3 = i % 10",
+        "d + 1 > 1",
+        "d * 2 = 0",
+        "f + 1 <= 1",
+        "d - 1.5 < 0",
+        "f * 2 = -0.0",
+    }
+)
+
+
+@pytest.mark.parametrize("layout", oracle.LAYOUTS)
+def test_local_engine_arithmetic(
+    spark: Any,
+    fmt: str,
+    plain: dict[str, Any],
+    tables: dict[str, Path],
+    tmp_path: Path,
+    layout: str,
+) -> None:
+    """DELETE and UPDATE forced onto the local engine, and ``deltalog.delete``, on the
+    arithmetic cases: Spark's rows or Spark's error (the local engine hands Spark what it
+    cannot compute exactly), or for ``deltalog.delete`` a refusal."""
+    answers = oracle.spark_answers(spark, plain[layout], layout, list(ARITHMETIC))
+    failures = []
+    handed = _HandedToSpark()
+    engine_log = logging.getLogger("deltalog.spark.engine")
+    level = engine_log.level
+    engine_log.setLevel(logging.INFO)
+    engine_log.addHandler(handed)
+    runs = (
+        ("DeltaTable.delete [local]", _delete(spark, "local"), oracle.removal_answer, None),
+        ("DeltaTable.update [local]", _update(spark, "local"), oracle.marking_answer, None),
+        ("deltalog.delete", _python_delete, oracle.removal_answer, oracle.UNSUPPORTED),
+    )
+    for command, run, answer, refusal in runs:
+        checker = Checker(command, 0)
+        for k, text in enumerate(ARITHMETIC):
+            handed.current = text
+            m = oracle.mutate(tables[layout], tmp_path / f"{command[:12]}{k}", run, text)
+            got = answer(m)
+            if refusal and got.error == refusal:
+                checker.cases += 1
+                continue
+            checker.compare_rows(layout, text, answers[text], got)
+        try:
+            checker.finish()
+        except AssertionError as e:
+            failures.append(str(e))
+    engine_log.removeHandler(handed)
+    engine_log.setLevel(level)
+    assert not failures, "\n\n".join(failures)
+    # The local engine computed these itself: what it hands Spark is only what it must.
+    assert handed.conditions == {t for t in ARITHMETIC if t not in LOCAL_ARITHMETIC}
+
+
+class _HandedToSpark(logging.Handler):
+    """The conditions the local engine handed to Spark (from its INFO records)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.current = ""  # the condition being run
+        self.conditions: set[str] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "on Spark after all" in record.getMessage():
+            self.conditions.add(self.current)
 
 
 # -- Spark Connect: reads, DELETE and replaceWhere ------------------------------------------------

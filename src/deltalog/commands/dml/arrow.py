@@ -28,22 +28,28 @@ literals, IN, IS [NOT] NULL, BETWEEN, AND/OR/NOT); anything else raises
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
+from deltalog.actions import Action
 from deltalog.commands.dml.file_changes import (
     live_records,
     remove_files,
 )
 from deltalog.commands.dml.job import DmlJob
 from deltalog.commands.dml.merge_arrow import merge as merge_rows
+from deltalog.commands.dml.values import SqlValue
 from deltalog.commands.write.identity import identity_columns
+from deltalog.scan.predicate import Predicate, columns
 from deltalog.scan.row_filter import is_partition_only, partition_matches
 from deltalog.schema import to_arrow
 from deltalog.txn import operations
+
+T = TypeVar("T")
 
 # -- DELETE --------------------------------------------------------------------------------------
 
@@ -63,34 +69,55 @@ def delete(path: str, predicate: str | None = None) -> dict[str, int]:
         InvalidArgumentError: the condition names a column the table does not have.
         DeltaConcurrentModificationException: a concurrent commit conflicts.
     """
-    with DmlJob(path, operations.delete([] if predicate is None else [predicate])) as job:
-        parsed = job.parse(predicate)
-        snapshot, deleted, copied = job.snapshot, 0, 0
-        if parsed is None or is_partition_only(snapshot, parsed):
-            files = job.txn.filter_files(parsed)
-            if parsed is not None:
-                files = files.filter(partition_matches(snapshot, files, parsed))
-            job.changes.removes = remove_files(files, job.now)
-            live = [live_records(r) for r in files.select(["stats", "deletionVector"]).to_pylist()]
-            counted = None if any(n is None for n in live) else sum(n or 0 for n in live)
-        else:
-            for row in job.txn.filter_files(parsed).to_pylist():
-                rows, index = job.read(row)
-                hit, n = job.match(parsed, rows)
-                if n == 0:
-                    continue
-                deleted += n
-                if job.settings.deletion_vectors:
-                    job.mark_deleted(row, index[hit.to_numpy(zero_copy_only=False)])
-                    continue
-                kept = rows.filter(pc.invert(hit))
-                copied += kept.num_rows
-                job.write(kept, check=False)
-                job.write_changes(rows.filter(hit), "delete")
+    with DmlJob.at(path, operations.delete([] if predicate is None else [predicate])) as job:
+        actions, metrics = delete_rows(job, job.parse(predicate))
+    job.commit(actions, metrics)
+    return metrics
+
+
+def delete_rows(
+    job: DmlJob, parsed: Predicate | None, files: pa.Table | None = None
+) -> tuple[list[Action], dict[str, int]]:
+    """The DELETE of the rows where ``parsed`` is TRUE in ``job``: its files written, and its
+    actions and metrics, to commit in ``job.txn``. ``files`` are the candidate files when the
+    caller has already filtered them (the read is then in the read set already)."""
+    snapshot, deleted, copied = job.snapshot, 0, 0
+    if files is None:
+        files = job.txn.filter_files(parsed)
+    if parsed is None or is_partition_only(snapshot, parsed):
+        if parsed is not None:
+            files = files.filter(partition_matches(snapshot, files, parsed))
+        job.changes.removes = remove_files(files, job.now)
+        live = [live_records(r) for r in files.select(["stats", "deletionVector"]).to_pylist()]
+        counted = None if any(n is None for n in live) else sum(n or 0 for n in live)
+    else:
+        vectors = job.settings.deletion_vectors
+        # Marking rows reads only the condition's columns; copy-on-write rewrites whole rows.
+        wanted = _read_columns(job, parsed) if vectors else None
+
+        def work(row: Mapping[str, Any]) -> tuple[int, np.ndarray | None, int]:
+            rows, index = job.read(row, wanted)
+            hit, n = job.match(parsed, rows)
+            if n == 0 or vectors:
+                return n, index[hit.to_numpy(zero_copy_only=False)] if n else None, 0
+            kept = rows.filter(pc.invert(hit))
+            job.write(kept, check=False)
+            job.write_changes(rows.filter(hit), "delete")
+            return n, None, kept.num_rows
+
+        rows = files.to_pylist()
+        for row, (n, marked, kept) in zip(rows, job.over_files(rows, work), strict=True):
+            if n == 0:
+                continue
+            deleted += n
+            copied += kept
+            if marked is not None:
+                job.mark_deleted(row, marked)
+            else:
                 job.remove(row)
-            counted = deleted
-        actions = job.finish()
-        job.check_written(copied)
+        counted = deleted
+    actions = job.finish()
+    job.check_written(copied)
     metrics = job.changes.metrics()
     metrics.update(
         numDeletedRows=counted or 0,
@@ -102,8 +129,21 @@ def delete(path: str, predicate: str | None = None) -> dict[str, int]:
     if counted is None:  # whole files removed without row counts: the reference omits them
         for key in ("numDeletedRows", "numCopiedRows", "numAddedFiles"):
             metrics.pop(key)
-    job.commit(actions, metrics)
-    return metrics
+    return actions, metrics
+
+
+def _read_columns(job: DmlJob, predicate: Predicate) -> list[str] | None:
+    """The table's columns ``predicate`` reads (``None``: every column)."""
+    by_lower = {f.name.lower(): f.name for f in job.snapshot.schema.fields}
+    out = []
+    for name in columns(predicate):
+        field = by_lower.get(name.strip("`").lower()) or by_lower.get(
+            name.split(".", 1)[0].strip("`").lower()
+        )
+        if field is None:
+            return None
+        out.append(field)
+    return out
 
 
 # -- UPDATE --------------------------------------------------------------------------------------
@@ -130,30 +170,63 @@ def update(path: str, predicate: str | None, new_values: Mapping[str, Any]) -> d
         DeltaWriteError: an updated row breaks a NOT NULL or CHECK constraint.
         DeltaConcurrentModificationException: a concurrent commit conflicts.
     """
-    with DmlJob(path, operations.update(predicate)) as job:
+    with DmlJob.at(path, operations.update(predicate)) as job:
         parsed = job.parse(predicate)
-        values = _assignments(job, new_values)
-        job.check_rules()
-        dv = job.settings.deletion_vectors
-        updated = copied = 0
-        for row in job.txn.filter_files(parsed).to_pylist():
-            rows, index = job.read(row)
-            hit, n = job.match(parsed, rows)
-            if n == 0:
-                continue
-            updated += n
-            new = _assign(rows, hit, values)
-            if dv:
-                job.write(new.filter(hit))
-                job.mark_deleted(row, index[hit.to_numpy(zero_copy_only=False)])
-            else:
-                job.write(new)
-                job.remove(row)
-                copied += rows.num_rows - n
-            job.write_changes(rows.filter(hit), "update_preimage")
-            job.write_changes(new.filter(hit), "update_postimage")
-        actions = job.finish()
-        job.check_written(updated + copied)
+        values = {
+            name: _scalar(value, to_arrow(job.snapshot.schema.field(name).type), name, job.root)
+            for name, value in assignment_names(job, new_values).items()
+        }
+        actions, metrics = update_rows(job, parsed, values)
+    job.commit(actions, metrics)
+    return metrics
+
+
+NewValue: TypeAlias = "pa.Scalar | SqlValue"
+"""An UPDATE's new value: a constant, or SQL computed per row (:mod:`.values`)."""
+
+
+def update_rows(
+    job: DmlJob,
+    parsed: Predicate | None,
+    values: Mapping[str, NewValue],
+    files: pa.Table | None = None,
+) -> tuple[list[Action], dict[str, int]]:
+    """The UPDATE of the rows where ``parsed`` is TRUE in ``job`` (keys of ``values`` are the
+    table's spelling of each column): its files written, and its actions and metrics, to
+    commit in ``job.txn``. ``files`` as for :func:`delete_rows`."""
+    job.check_rules()
+    dv = job.settings.deletion_vectors
+    if files is None:
+        files = job.txn.filter_files(parsed)
+    types = {f.name: to_arrow(f.type) for f in job.snapshot.schema.fields}
+
+    def work(row: Mapping[str, Any]) -> tuple[int, np.ndarray | None, int]:
+        rows, index = job.read(row)
+        hit, n = job.match(parsed, rows)
+        if n == 0:
+            return 0, None, 0
+        new = _assign(job, rows, hit, values, types)
+        if dv:
+            job.write(new.filter(hit))
+        else:
+            job.write(new)
+        job.write_changes(rows.filter(hit), "update_preimage")
+        job.write_changes(new.filter(hit), "update_postimage")
+        return n, index[hit.to_numpy(zero_copy_only=False)] if dv else None, rows.num_rows - n
+
+    updated = copied = 0
+    rows = files.to_pylist()
+    for row, (n, marked, kept) in zip(rows, job.over_files(rows, work), strict=True):
+        if n == 0:
+            continue
+        updated += n
+        if marked is not None:
+            job.mark_deleted(row, marked)
+        else:
+            job.remove(row)
+            copied += kept
+    actions = job.finish()
+    job.check_written(updated + copied)
     metrics = job.changes.metrics()
     metrics.update(
         numUpdatedRows=updated,
@@ -162,25 +235,29 @@ def update(path: str, predicate: str | None, new_values: Mapping[str, Any]) -> d
         scanTimeMs=job.scan_ms,
         rewriteTimeMs=job.rewrite_ms,
     )
-    job.commit(actions, metrics)
-    return metrics
+    return actions, metrics
 
 
-def _assignments(job: DmlJob, new_values: Mapping[str, Any]) -> dict[str, pa.Scalar]:
-    """``new_values`` keyed by the table's spelling of each column, as scalars of its type."""
+def assignment_names(job: DmlJob, new_values: Mapping[str, T]) -> dict[str, T]:
+    """``new_values`` keyed by the table's spelling of each column.
+
+    Raises:
+        InvalidArgumentError: no values, or a column the table does not have.
+        UnsupportedFeatureError: an identity column is assigned.
+    """
     if not new_values:
         raise errors.invalid_argument("new_values must name at least one column", job.root)
     schema = job.snapshot.schema
     by_lower = {f.name.lower(): f for f in schema.fields}
     identity = {c.name for c in identity_columns(schema)}
-    out: dict[str, pa.Scalar] = {}
+    out: dict[str, T] = {}
     for key, value in new_values.items():
         field = by_lower.get(key.strip("`").lower())
         if field is None:
             raise errors.unresolved_column(key, "UPDATE", schema.names, job.root)
         if field.name in identity:
             raise errors.identity_update(field.name, job.root)
-        out[field.name] = _scalar(value, to_arrow(field.type), field.name, job.root)
+        out[field.name] = value
     return out
 
 
@@ -199,12 +276,24 @@ def _scalar(value: Any, target: pa.DataType, name: str, table: str) -> pa.Scalar
         ) from None
 
 
-def _assign(rows: pa.Table, hit: pa.Array, values: Mapping[str, pa.Scalar]) -> pa.Table:
+def _assign(
+    job: DmlJob,
+    rows: pa.Table,
+    hit: pa.Array,
+    values: Mapping[str, NewValue],
+    types: Mapping[str, pa.DataType],
+) -> pa.Table:
     """``rows`` with ``values`` set where ``hit`` is true."""
-    columns = [
-        pc.if_else(hit, values[name], rows.column(name)) if name in values else rows.column(name)
-        for name in rows.column_names
-    ]
+    columns = []
+    for name in rows.column_names:
+        value = values.get(name)
+        if value is None:
+            columns.append(rows.column(name))
+            continue
+        if isinstance(value, SqlValue):
+            zone = job.zone_or_utc
+            value = value.compute(rows, types[name], name=name, table=job.root, zone=zone)
+        columns.append(pc.if_else(hit, value, rows.column(name)))
     return pa.Table.from_arrays(columns, schema=rows.schema)
 
 

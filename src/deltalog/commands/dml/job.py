@@ -6,9 +6,14 @@ writes (data, change data, deletion vectors) and its timings, shared by DELETE a
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import os
+import threading
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -33,28 +38,48 @@ from deltalog.features import check_write_supported
 from deltalog.paths import resolve
 from deltalog.scan.predicate import Predicate, PredicateSyntaxError, parse_predicate
 from deltalog.scan.row_filter import evaluate, is_true
+from deltalog.schema import StructType
 from deltalog.txn import operations
 from deltalog.write.deletion_vectors import DeletionVectorWriter
 from deltalog.write.file_writer import DataFileWriter
+
+if TYPE_CHECKING:
+    from deltalog.txn.transaction import Transaction
+
+T = TypeVar("T")
+
+# Files read or rewritten at once: pyarrow reads, computes and writes parquet without the GIL.
+_THREADS = max(1, min(8, os.cpu_count() or 1))
 
 
 class DmlJob:
     """One command's transaction and the files it writes (data, change data, deletion
     vectors). Use as a context manager: files written before a failure inside the block are
     deleted; :meth:`finish` ends the writing, :meth:`commit` commits (outside the block, so a
-    failed commit never deletes files a concurrent reader might already see)."""
+    failed commit never deletes files a concurrent reader might already see).
 
-    def __init__(self, path: str, operation: operations.Operation) -> None:
+    :meth:`over_files` runs a function per file on threads: :meth:`write` and
+    :meth:`write_changes` may be called from it (each thread has its own writers), the other
+    methods only from the thread that made the job.
+    """
+
+    def __init__(
+        self,
+        txn: Transaction,
+        operation: operations.Operation,
+        *,
+        zone: dt.tzinfo | None = None,
+    ) -> None:
         self.began = time.monotonic()
-        log = DeltaLog.for_table(path)
-        self.txn = log.start_transaction()
-        snapshot = self.txn.snapshot
+        snapshot = txn.snapshot
         if snapshot is None:
-            raise errors.table_not_found(log.table_root)
-        check_write_supported(snapshot.protocol, log.table_root)
+            raise errors.table_not_found(txn.log.table_root)
+        check_write_supported(snapshot.protocol, txn.log.table_root)
+        self.txn = txn
         self.snapshot = snapshot
-        self.store = log.store
+        self.store = txn.log.store
         self.root = snapshot.table_root
+        self.zone = zone  # literals without a zone (Spark's session zone; UTC when None)
         self.settings = DmlSettings.for_snapshot(snapshot)
         self.operation = operation
         self.plan = dml_plan(self.txn, operation)
@@ -63,9 +88,19 @@ class DmlJob:
         self.now = now_ms()
         self.scan_ms = self.rewrite_ms = 0
         self._stack = contextlib.ExitStack()
-        self._data: DataFileWriter | None = None
-        self._cdc: DataFileWriter | None = None
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._writers: list[tuple[DataFileWriter, bool]] = []  # (writer, is change data)
         self._vectors: DeletionVectorWriter | None = None
+
+    @classmethod
+    def at(cls, path: str, operation: operations.Operation) -> DmlJob:
+        """A job on the latest version of the table at ``path``.
+
+        Raises:
+            TableNotFoundError: no table at ``path``.
+        """
+        return cls(DeltaLog.for_table(path).start_transaction(), operation)
 
     def __enter__(self) -> DmlJob:
         return self
@@ -94,8 +129,15 @@ class DmlJob:
                 help="use comparisons of a column with a literal, IN, IS [NOT] NULL, BETWEEN "
                 "and AND/OR/NOT, or run the command through Spark.",
             ) from None
-        evaluate(predicate, self.empty_rows(), table=self.root)
+        self.evaluate(predicate, self.empty_rows())
         return predicate
+
+    def evaluate(self, predicate: Predicate, rows: pa.Table) -> pa.BooleanArray:
+        return evaluate(predicate, rows, table=self.root, zone=self.zone_or_utc)
+
+    @property
+    def zone_or_utc(self) -> dt.tzinfo:
+        return self.zone or dt.UTC
 
     def empty_rows(self) -> pa.Table:
         return self.snapshot.schema.to_arrow().empty_table()
@@ -109,15 +151,30 @@ class DmlJob:
         """Where ``predicate`` is TRUE on ``rows`` (everywhere for ``None``), and how often."""
         if predicate is None:
             return pa.array(np.ones(rows.num_rows, dtype=bool)), rows.num_rows
-        hit = is_true(evaluate(predicate, rows, table=self.root))
+        hit = is_true(self.evaluate(predicate, rows))
         return hit, int(pc.sum(hit).as_py() or 0)
 
     # -- reading -----------------------------------------------------------------------------
 
-    def read(self, row: Mapping[str, Any]) -> tuple[pa.Table, np.ndarray]:
-        """A live file's logical rows (deleted rows dropped) and their physical row indexes."""
+    def read(
+        self, row: Mapping[str, Any], columns: Sequence[str] | None = None
+    ) -> tuple[pa.Table, np.ndarray]:
+        """A live file's logical rows (deleted rows dropped) and their physical row indexes;
+        only ``columns`` (logical names, the table's spelling) when given. Thread-safe."""
         started = time.monotonic()
-        data = read_parquet(resolve(self.root, row["path"]), self.root)
+        layout = self.layout
+        schema = layout.schema
+        if columns is not None:
+            wanted = set(columns)
+            schema = StructType(tuple(f for f in schema.fields if f.name in wanted))
+        physical = None
+        if columns is not None and layout.column_mapping_mode != "id":  # id: matched by ids
+            physical = [
+                f.physical_name if layout.column_mapping_mode != "none" else f.name
+                for f in schema.fields
+                if f.name.lower() not in {c.lower() for c in layout.partition_columns}
+            ]
+        data = read_parquet(resolve(self.root, row["path"]), self.root, columns=physical)
         index = np.arange(data.num_rows, dtype=np.uint64)
         dv = row.get("deletionVector")
         if dv:
@@ -126,16 +183,34 @@ class DmlJob:
             keep = np.ones(data.num_rows, dtype=bool)
             keep[deleted[deleted < data.num_rows].astype(np.int64)] = False
             data, index = data.filter(pa.array(keep)), index[keep]
-        layout = self.layout
         rows = to_logical(
             data,
-            layout.schema,
+            schema,
             layout.partition_columns,
             layout.column_mapping_mode,
             dict(row.get("partitionValues") or []),
         )
-        self.scan_ms += elapsed_ms_since(started)
+        with self._lock:
+            self.scan_ms += elapsed_ms_since(started)
         return rows, index
+
+    def over_files(
+        self, files: Iterable[Mapping[str, Any]], work: Callable[[Mapping[str, Any]], T]
+    ) -> Iterator[T]:
+        """``work(file)`` for each file, on threads, a few files ahead of the caller; results in
+        the files' order. A failure stops the rest and is raised here."""
+        pending: deque[Future[T]] = deque()
+        with ThreadPoolExecutor(_THREADS, thread_name_prefix="deltalog-dml") as pool:
+            try:
+                for row in files:
+                    pending.append(pool.submit(work, row))
+                    if len(pending) > 2 * _THREADS:
+                        yield pending.popleft().result()
+                while pending:
+                    yield pending.popleft().result()
+            finally:
+                for future in pending:
+                    future.cancel()
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -145,25 +220,37 @@ class DmlJob:
         if rows.num_rows == 0:
             return
         started = time.monotonic()
-        if self._data is None:
-            self._data = self._stack.enter_context(DataFileWriter(self.store, self.plan.layout))
+        writer = self._writer("data", self.plan.layout, change_data=False)
         for batch in rows.to_batches():
             if check:
                 check_batch(self.plan, batch)
-            self._data.add(batch)
-        self.rewrite_ms += elapsed_ms_since(started)
+            writer.add(batch)
+        self._took(started)
 
     def write_changes(self, rows: pa.Table, change_type: str) -> None:
         """Write ``rows`` as change data of ``change_type`` (when the table keeps a feed)."""
         if not self.settings.change_data_feed or rows.num_rows == 0:
             return
         started = time.monotonic()
-        if self._cdc is None:
-            layout = change_data_layout(self.plan.layout)
-            self._cdc = self._stack.enter_context(DataFileWriter(self.store, layout))
+        writer = self._writer("cdc", change_data_layout(self.plan.layout), change_data=True)
         kinds = pa.array([change_type] * rows.num_rows, pa.string())
-        self._cdc.add(rows.append_column(CHANGE_TYPE, kinds))
-        self.rewrite_ms += elapsed_ms_since(started)
+        writer.add(rows.append_column(CHANGE_TYPE, kinds))
+        self._took(started)
+
+    def _writer(self, slot: str, layout: Any, *, change_data: bool) -> DataFileWriter:
+        """This thread's writer of data (or change data) files."""
+        writer: DataFileWriter | None = getattr(self._local, slot, None)
+        if writer is None:
+            with self._lock:
+                writer = DataFileWriter(self.store, layout, task_id=len(self._writers))
+                self._stack.enter_context(writer)
+                self._writers.append((writer, change_data))
+            setattr(self._local, slot, writer)
+        return writer
+
+    def _took(self, started: float) -> None:
+        with self._lock:
+            self.rewrite_ms += elapsed_ms_since(started)
 
     def mark_deleted(self, row: Mapping[str, Any], indexes: np.ndarray) -> None:
         """Mark the physical rows ``indexes`` of the live file ``row`` deleted (a deletion
@@ -190,10 +277,14 @@ class DmlJob:
 
     def finish(self) -> list[Action]:
         """Close every file written: the actions to commit."""
-        if self._data is not None:
-            self.changes.adds.extend(self._data.finish())
-        if self._cdc is not None:
-            self.changes.cdc = as_change_files(self._cdc.finish())
+        cdc = []
+        for writer, change_data in self._writers:
+            if change_data:
+                cdc.extend(writer.finish())
+            else:
+                self.changes.adds.extend(writer.finish())
+        if cdc:
+            self.changes.cdc = as_change_files(cdc)
         if self._vectors is not None:
             self._vectors.finish()
         return self.changes.actions()

@@ -106,7 +106,7 @@ def merge(
         [MergePredicate(when_not_matched)] if when_not_matched else [],
         [MergePredicate(when_not_matched_by_source)] if when_not_matched_by_source else [],
     )
-    with DmlJob(path, operation) as job:
+    with DmlJob.at(path, operation) as job:
         command = _Merge(job, keys, when_matched, when_not_matched, when_not_matched_by_source)
         command.run(source)
         actions = job.finish()

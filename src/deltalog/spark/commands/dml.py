@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 
 from deltalog import errors
 from deltalog.actions import Action
+from deltalog.commands.dml.arrow import delete_rows, update_rows
 from deltalog.commands.dml.file_changes import (
     CHANGE_TYPE,
     DmlSettings,
@@ -43,6 +44,7 @@ from deltalog.commands.dml.file_changes import (
 from deltalog.commands.write.write_into_delta import dml_plan
 from deltalog.scan.predicate import Predicate, parse_predicate
 from deltalog.scan.row_filter import typed_partitions
+from deltalog.spark.commands.local_dml import local_job, run_local, sql_values
 from deltalog.spark.commands.vector_job import Marks, MarkSpec, mark_rows, numbered, read_task
 from deltalog.spark.conditions import (
     condition_column,
@@ -219,10 +221,16 @@ def delete_actions(
     operation = operations.delete(
         [] if condition is None else [condition_sql(condition, schema_frame(spark, snapshot))]
     )
+    whole = condition is None or _whole_files(spark, snapshot, condition, operation_name)
+    files = txn.filter_files(predicate)
+    job = local_job(spark, txn, operation, operation_name, condition, predicate, files)
+    if job is not None:
+        done = run_local(job, operation_name, lambda job: delete_rows(job, predicate, files))
+        if done is not None:
+            return done[0], operation.with_metrics(done[1])
     changes = FileChanges()
     scan_ms = rewrite_ms = 0
-    if condition is None or _whole_files(spark, snapshot, condition, operation_name):
-        files = txn.filter_files(predicate)
+    if whole:
         if condition is not None:  # removals are Spark's decision; skipping only narrowed
             files = files.filter(
                 partition_mask(spark, typed_partitions(snapshot, files), condition)
@@ -234,17 +242,20 @@ def delete_actions(
             deleted = None
         copied = 0
     else:
-        files = txn.filter_files(predicate)
-        hit = is_true(condition_column(condition))
+        # The rows are found by the condition itself, as a read filters them (the reference's
+        # ``filter(condition)``): Spark then simplifies it as it simplifies a read's filter, so
+        # what raises (ANSI) and what does not is the same. Rewrites keep ``NOT (c <=> true)``.
+        found = condition_column(condition)
+        hit = is_true(found)
         t0 = time.monotonic()
         if settings.deletion_vectors:  # the vectors are written by the scan's job
-            marks = mark_matching(spark, txn, files, hit)
+            marks = mark_matching(spark, txn, files, found)
             scan_ms = _elapsed_ms(t0)
             deleted, copied = marks.rows, 0
             t0 = time.monotonic()
             add_marks(marks, changes)
         else:
-            touched = find_touched(spark, txn, files, hit)
+            touched = find_touched(spark, txn, files, found)
             scan_ms = _elapsed_ms(t0)
             deleted = touched.rows
             t0 = time.monotonic()
@@ -316,18 +327,28 @@ def update(
 
     if condition is not None:
         _whole_files(spark, snapshot, condition, "UPDATE")  # Spark's refusals, before any work
-    hit = F.lit(True) if condition is None else is_true(condition_column(condition))
     files = txn.filter_files(predicate)
+    values = sql_values(targets, snapshot.table_root)
+    job = None
+    if values is not None:
+        job = local_job(spark, txn, operation, "UPDATE", condition, predicate, files)
+    if job is not None and values is not None:
+        new = values
+        done = run_local(job, "UPDATE", lambda job: update_rows(job, predicate, new, files))
+        if done is not None:
+            return txn.commit_if_needed(done[0], operation.with_metrics(done[1]))
+    found = F.lit(True) if condition is None else condition_column(condition)
+    hit = is_true(found)  # found: as a read filters (see delete_actions); hit: for rewrites
     t0 = time.monotonic()
     changes = FileChanges()
     if settings.deletion_vectors:
         updated, rewrite_ms = _update_with_vectors(
-            spark, txn, operation, files, hit, targets, changes
+            spark, txn, operation, files, (found, hit), targets, changes
         )
         scan_ms = _elapsed_ms(t0) - rewrite_ms
         copied = 0
     else:
-        touched = find_touched(spark, txn, files, hit)
+        touched = find_touched(spark, txn, files, found)
         updated = touched.rows
         scan_ms = _elapsed_ms(t0)
         t0 = time.monotonic()
@@ -373,7 +394,7 @@ def _update_with_vectors(
     txn: Transaction,
     operation: operations.Operation,
     files: pa.Table,
-    hit: Any,
+    conditions: tuple[Any, Any],
     targets: Mapping[str, Any],
     changes: FileChanges,
 ) -> tuple[int, int]:
@@ -381,13 +402,16 @@ def _update_with_vectors(
     rows deleted (the vectors written by its tasks); a second scan of the touched files writes
     their new values (reference ``DeltaUpdate`` with DVs). That beats one scan of every column
     persisted and read back twice (caching wide rows costs more than reading the touched files
-    again: ``bench/README.md``). Returns the rows updated and the milliseconds spent writing.
+    again: ``bench/README.md``). ``conditions`` are the condition as a read filters by it and
+    as ``<=> true`` (:func:`update`). Returns the rows updated and the milliseconds spent
+    writing.
 
     A condition that is not deterministic may select other rows the second time: the written
     count then differs from the marked one and the command fails without committing.
     """
     snapshot = _snapshot(txn)
-    marks = mark_matching(spark, txn, files, hit)
+    found, hit = conditions
+    marks = mark_matching(spark, txn, files, found)
     t0 = time.monotonic()
     if not marks.files.num_rows:
         return 0, 0
