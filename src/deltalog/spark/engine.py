@@ -77,6 +77,18 @@ def _choice(spark: Any, snapshot: Snapshot, read_bytes: int) -> EngineChoice:
         return EngineChoice(False, f"the local writer cannot write this table: {unwritable}")
     if mode == "local":
         return EngineChoice(True, f"{ENGINE_KEY}=local")
+    limit = local_max_bytes(spark, snapshot)
+    if read_bytes <= limit:
+        return EngineChoice(True, f"{read_bytes:,} bytes to read, at most {limit:,}")
+    return EngineChoice(False, f"{read_bytes:,} bytes to read, more than {limit:,}")
+
+
+def local_max_bytes(spark: Any, snapshot: Snapshot) -> int:
+    """``spark.deltalog.local.maxBytes``.
+
+    Raises:
+        InvalidArgumentError: it is not a size.
+    """
     text = conf_get(spark, LOCAL_MAX_BYTES_KEY, str(DEFAULT_LOCAL_MAX_BYTES))
     limit = parse_byte_size(text)
     if limit is None:
@@ -84,9 +96,7 @@ def _choice(spark: Any, snapshot: Snapshot, read_bytes: int) -> EngineChoice:
             f"{LOCAL_MAX_BYTES_KEY} is {text!r}; it takes a size such as 256m",
             snapshot.table_root,
         )
-    if read_bytes <= limit:
-        return EngineChoice(True, f"{read_bytes:,} bytes to read, at most {limit:,}")
-    return EngineChoice(False, f"{read_bytes:,} bytes to read, more than {limit:,}")
+    return limit
 
 
 def _unwritable(snapshot: Snapshot) -> str | None:

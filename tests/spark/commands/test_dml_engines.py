@@ -1,6 +1,6 @@
-"""The two engines of DELETE and UPDATE give the same commit: a random history applied to two
-copies of one table, one with ``spark.deltalog.engine=spark`` (Spark's executors) and one with
-``local`` (this process, on Arrow).
+"""The two engines of DELETE, UPDATE and MERGE give the same commit: a random history, each step
+applied to two copies of the same table, one with ``spark.deltalog.engine=spark`` (Spark's
+executors) and one with ``local`` (this process, on Arrow).
 
 After each step both copies hold the same rows (read by deltalake), the commits have the same
 operation, parameters and row counts, remove the same files and give the same files the same
@@ -32,6 +32,15 @@ pytestmark = pytest.mark.spark
 
 # Row counts of a commit that do not depend on how the engine cut its output into files.
 SAME_METRICS = (
+    "numSourceRows",
+    "numTargetRowsInserted",
+    "numTargetRowsUpdated",
+    "numTargetRowsDeleted",
+    "numTargetRowsCopied",
+    "numTargetFilesRemoved",
+    "numTargetDeletionVectorsAdded",
+    "numTargetDeletionVectorsRemoved",
+    "numTargetDeletionVectorsUpdated",
     "numDeletedRows",
     "numUpdatedRows",
     "numCopiedRows",
@@ -43,16 +52,44 @@ SAME_METRICS = (
 )
 
 
-def _steps(seed: int, n: int) -> list[tuple[str, str, dict[str, str]]]:
+# MERGE shapes the local engine takes: unconditional UPDATE * / DELETE / INSERT *.
+MERGES = [
+    ("matched update", "not matched insert"),
+    ("not matched insert",),
+    ("matched delete", "not matched insert"),
+    ("matched update", "by source delete"),
+]
+
+
+def _steps(seed: int, n: int) -> list[tuple[str, Any, Any]]:
     rng = random.Random(seed)
-    out = []
-    for _ in range(n):
-        if rng.random() < 0.5:
+    out: list[tuple[str, Any, Any]] = []
+    for k in range(n):
+        r = rng.random()
+        if r < 0.35:
             out.append(("delete", _condition(rng), {}))
-        else:
+        elif r < 0.7:
             updates = rng.choice([{"v": "v + 1"}, {"s": f"'u{rng.randrange(9)}'"}, {"v": "id"}])
             out.append(("update", _condition(rng), updates))
+        else:
+            ids = rng.sample(range(300), 15) + list(range(1000 + 10 * k, 1005 + 10 * k))
+            out.append(("merge", _rows(rng, ids), rng.choice(MERGES)))
     return out
+
+
+def _merge(spark: Any, path: str, source: pa.Table, clauses: tuple[str, ...]) -> None:
+    frame = spark.createDataFrame(source.to_pylist(), "id long, part string, v long, s string")
+    builder = DeltaTable.forPath(spark, path).alias("t").merge(frame.alias("s"), "t.id = s.id")
+    for clause in clauses:
+        if clause == "matched update":
+            builder = builder.whenMatchedUpdateAll()
+        elif clause == "matched delete":
+            builder = builder.whenMatchedDelete()
+        elif clause == "not matched insert":
+            builder = builder.whenNotMatchedInsertAll()
+        else:
+            builder = builder.whenNotMatchedBySourceDelete()
+    builder.execute()
 
 
 def _commit(path: str, version: int) -> dict[str, Any]:
@@ -87,7 +124,7 @@ def _actions(path: str, version: int) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(
     ("seed", "partitioned", "dv"),
-    [(21, True, False), (23, False, True)],
+    [(29, True, False), (68, False, True)],
     ids=["cow-partitioned", "dv"],
 )
 def test_both_engines_commit_the_same(
@@ -111,11 +148,11 @@ def test_both_engines_commit_the_same(
     level = engine_log.level
     engine_log.setLevel(logging.INFO)
     engine_log.addHandler(records)
-    steps = _steps(seed, 6)
+    steps = _steps(seed, 8)
     current = base
     try:
         for k, (kind, condition, updates) in enumerate(steps):
-            step = f"{kind} {condition} {updates}"
+            step = f"{kind} {updates}" if kind == "merge" else f"{kind} {condition} {updates}"
             # Each step starts both engines from the same files (the Spark copy's history).
             paths = {e: str(tmp_path / f"{e}{k}") for e in ("spark", "local")}
             before = deltalake.DeltaTable(current).version()
@@ -126,8 +163,10 @@ def test_both_engines_commit_the_same(
                     table = DeltaTable.forPath(spark, path)
                     if kind == "delete":
                         table.delete(condition)
-                    else:
+                    elif kind == "update":
                         table.update(condition, updates)
+                    else:
+                        _merge(spark, path, condition, updates)
             versions = {e: deltalake.DeltaTable(p).version() for e, p in paths.items()}
             assert versions["spark"] == versions["local"], step
             assert canonical(oracle_rows(paths["local"])) == canonical(

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from deltalog.txn.transaction import Transaction
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 # Files read or rewritten at once: pyarrow reads, computes and writes parquet without the GIL.
 _THREADS = max(1, min(8, os.cpu_count() or 1))
@@ -194,11 +195,9 @@ class DmlJob:
             self.scan_ms += elapsed_ms_since(started)
         return rows, index
 
-    def over_files(
-        self, files: Iterable[Mapping[str, Any]], work: Callable[[Mapping[str, Any]], T]
-    ) -> Iterator[T]:
-        """``work(file)`` for each file, on threads, a few files ahead of the caller; results in
-        the files' order. A failure stops the rest and is raised here."""
+    def over_files(self, files: Iterable[U], work: Callable[[U], T]) -> Iterator[T]:
+        """``work(file)`` for each file (or any piece of work), on threads, a few ahead of the
+        caller; results in order. A failure stops the rest and is raised here."""
         pending: deque[Future[T]] = deque()
         with ThreadPoolExecutor(_THREADS, thread_name_prefix="deltalog-dml") as pool:
             try:
@@ -226,6 +225,16 @@ class DmlJob:
                 check_batch(self.plan, batch)
             writer.add(batch)
         self._took(started)
+
+    def write_spread(self, rows: pa.Table, *, check: bool = True) -> None:
+        """:meth:`write` of ``rows`` cut into a slice per thread, written at once."""
+        step = -(-rows.num_rows // _THREADS)
+        if rows.num_rows < 2 * _THREADS * 1024 or _THREADS == 1:
+            self.write(rows, check=check)
+            return
+        slices = [rows.slice(at, step) for at in range(0, rows.num_rows, step)]
+        for _ in self.over_files(slices, lambda part: self.write(part, check=check)):
+            pass
 
     def write_changes(self, rows: pa.Table, change_type: str) -> None:
         """Write ``rows`` as change data of ``change_type`` (when the table keeps a feed)."""

@@ -22,7 +22,7 @@ ROW_IN_MERGE`` (nothing is changed), unless the matched action is ``delete``.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
+from deltalog.actions import Action
 from deltalog.commands.dml.file_changes import group_row_indexes
 from deltalog.commands.dml.job import DmlJob, elapsed_ms_since
 from deltalog.commands.write.identity import identity_columns
@@ -107,13 +108,29 @@ def merge(
         [MergePredicate(when_not_matched_by_source)] if when_not_matched_by_source else [],
     )
     with DmlJob.at(path, operation) as job:
-        command = _Merge(job, keys, when_matched, when_not_matched, when_not_matched_by_source)
-        command.run(source)
-        actions = job.finish()
-        job.check_written(command.written)
-    metrics = command.metrics()
+        actions, metrics = merge_rows(
+            job, source, keys, when_matched, when_not_matched, when_not_matched_by_source
+        )
     job.commit(actions, metrics)
     return metrics
+
+
+def merge_rows(
+    job: DmlJob,
+    source: pa.Table,
+    keys: Sequence[str],
+    when_matched: str | None,
+    when_not_matched: str | None,
+    when_not_matched_by_source: str | None,
+) -> tuple[list[Action], dict[str, int]]:
+    """The MERGE of :func:`merge` in ``job``: its files written, and its actions and metrics,
+    to commit in ``job.txn`` (the Spark layer's local engine runs it in its own command's
+    transaction)."""
+    command = _Merge(job, list(keys), when_matched, when_not_matched, when_not_matched_by_source)
+    command.run(source)
+    actions = job.finish()
+    job.check_written(command.written)
+    return actions, command.metrics()
 
 
 def _as_table(source: Any, table: str) -> pa.Table:
@@ -256,10 +273,15 @@ class _Merge:
         (ROW) and position in the result (TARGET)."""
         parts = []
         rows_of_files = files.to_pylist()
-        for i, row in enumerate(rows_of_files):
+        numbered = [dict(row, **{FILE: i}) for i, row in enumerate(rows_of_files)]
+
+        def read(row: Mapping[str, Any]) -> pa.Table:
             rows, index = self.job.read(row)
-            rows = rows.append_column(FILE, pa.array(np.full(rows.num_rows, i, dtype=np.int64)))
-            parts.append(rows.append_column(ROW, pa.array(index, pa.uint64())))
+            position = np.full(rows.num_rows, row[FILE], dtype=np.int64)
+            rows = rows.append_column(FILE, pa.array(position))
+            return rows.append_column(ROW, pa.array(index, pa.uint64()))
+
+        parts = list(self.job.over_files(numbered, read))
         if parts:
             target = pa.concat_tables(parts)
         else:
@@ -344,7 +366,7 @@ class _Merge:
             kept = np.isin(file_of, touched) & ~acted
             copied = data.filter(pa.array(kept))
             self.copied = copied.num_rows
-            job.write(copied, check=False)
+            job.write_spread(copied, check=False)
             for i in touched:
                 job.remove(file_rows[i])
         job.write(new)

@@ -43,6 +43,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from deltalog import errors
+from deltalog.actions import Action
 from deltalog.commands.dml.file_changes import (
     DmlSettings,
     FileChanges,
@@ -64,6 +65,7 @@ from deltalog.spark.commands.dml import (
     schema_frame,
     start,
 )
+from deltalog.spark.commands.local_dml import local_merge, merge_shape
 from deltalog.spark.commands.merge_clauses import (
     ACTION,
     BY_SOURCE,
@@ -152,6 +154,15 @@ class MergeCommand:
             [c.describe(frame) for c in self.clauses if c.kind == BY_SOURCE],
         )
 
+        local = self._local()
+        if local is not None:
+            actions, metrics = local
+            self.txn.commit_if_needed(actions, self.operation.with_metrics(metrics))
+            return (
+                metrics["numTargetRowsUpdated"],
+                metrics["numTargetRowsDeleted"],
+                metrics["numTargetRowsInserted"],
+            )
         t0 = time.monotonic()
         source, num_source, release = materialized(self.builder._source, self.spark)
         try:
@@ -182,6 +193,19 @@ class MergeCommand:
         )
         self.txn.commit_if_needed(changes.actions(), self.operation.with_metrics(metrics))
         return c.updated, c.deleted, c.inserted
+
+    def _local(self) -> tuple[list[Action], dict[str, int]] | None:
+        """The MERGE on the driver (:func:`~deltalog.spark.commands.local_dml.local_merge`)
+        when its shape, its source and the table are small and simple enough; ``None`` runs it
+        on Spark."""
+        if self.target_schema != self.snapshot.schema:  # the schema evolves: Spark's casts
+            return None
+        shape = merge_shape(
+            self.builder._condition, self.clauses, self.alias, self.snapshot, self.builder._source
+        )
+        if shape is None:
+            return None
+        return local_merge(self.spark, self.txn, self.operation, shape, self.builder._source)
 
     # -- schema ------------------------------------------------------------------------------
 
