@@ -226,16 +226,6 @@ class DmlJob:
             writer.add(batch)
         self._took(started)
 
-    def write_spread(self, rows: pa.Table, *, check: bool = True) -> None:
-        """:meth:`write` of ``rows`` cut into a slice per thread, written at once."""
-        step = -(-rows.num_rows // _THREADS)
-        if rows.num_rows < 2 * _THREADS * 1024 or _THREADS == 1:
-            self.write(rows, check=check)
-            return
-        slices = [rows.slice(at, step) for at in range(0, rows.num_rows, step)]
-        for _ in self.over_files(slices, lambda part: self.write(part, check=check)):
-            pass
-
     def write_changes(self, rows: pa.Table, change_type: str) -> None:
         """Write ``rows`` as change data of ``change_type`` (when the table keeps a feed)."""
         if not self.settings.change_data_feed or rows.num_rows == 0:

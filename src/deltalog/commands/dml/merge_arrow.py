@@ -362,20 +362,47 @@ class _Merge:
             )
             for i in touched:
                 job.mark_deleted(file_rows[i], by_file[str(i)])
+            job.write(new)
+            job.write(inserts)
         else:
-            kept = np.isin(file_of, touched) & ~acted
-            copied = data.filter(pa.array(kept))
-            self.copied = copied.num_rows
-            job.write_spread(copied, check=False)
+            self.copied = self._rewrite(data, file_of, acted, touched, [new, inserts])
             for i in touched:
                 job.remove(file_rows[i])
-        job.write(new)
-        job.write(inserts)
         self.written = self.copied + self.updated + self.inserted
         job.write_changes(old, "update_preimage")
         job.write_changes(new, "update_postimage")
         job.write_changes(data.filter(pa.array(action == DELETE)), "delete")
         job.write_changes(inserts, "insert")
+
+    def _rewrite(
+        self,
+        data: pa.Table,
+        file_of: np.ndarray,
+        acted: np.ndarray,
+        touched: np.ndarray,
+        written: list[pa.Table],
+    ) -> int:
+        """Copy-on-write: the unchanged rows of the touched files and the ``written`` rows
+        (updated, inserted), written on threads a file at a time (a file's rows are one
+        slice of ``data``: the target is read file by file). Returns the rows copied."""
+        starts = np.searchsorted(file_of, touched, side="left")
+        ends = np.searchsorted(file_of, touched, side="right")
+        pieces: list[tuple[pa.Table, np.ndarray | None]] = [
+            (data.slice(start, end - start), ~acted[start:end])
+            for start, end in zip(starts.tolist(), ends.tolist(), strict=True)
+        ]
+        pieces += [(rows, None) for rows in written if rows.num_rows]
+
+        def write(piece: tuple[pa.Table, np.ndarray | None]) -> int:
+            rows, keep = piece
+            if keep is None:
+                self.job.write(rows)
+                return 0
+            kept = rows.filter(pa.array(keep))
+            self.job.write(kept, check=False)
+            return kept.num_rows
+
+        return sum(self.job.over_files(pieces, write))
 
     def _unmatched(self, source: pa.Table, source_at: np.ndarray, names: list[str]) -> pa.Table:
         """The source rows an insert clause takes: those matching no target row."""
