@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 KINDS = ("delete", "update", "merge")
 
 
-def child(repeat: int, rows: int) -> None:
+def child(repeat: int, rows: int, kinds: list[str]) -> None:
     """Time the DV commands with whichever deltalog is importable; print one JSON line."""
     sys.path.insert(0, str(HERE))
     import dml
@@ -37,7 +37,7 @@ def child(repeat: int, rows: int) -> None:
     source_df = spark.createDataFrame(dml.source_rows(rows, rows // 20)).cache()
     source_df.count()
     out: dict[str, list[float]] = {}
-    for kind in KINDS:
+    for kind in kinds:
         command = dml.deltalog_command(spark, kind, source_df)
         dml.measure(base, "warm", command)
         out[kind] = [dml.measure(base, "vs", command) for _ in range(repeat)]
@@ -45,9 +45,10 @@ def child(repeat: int, rows: int) -> None:
     spark.stop()
 
 
-def run(root: Path, repeat: int, rows: int) -> dict[str, list[float]]:
+def run(root: Path, repeat: int, rows: int, kinds: list[str]) -> dict[str, list[float]]:
     env = dict(os.environ, PYTHONPATH=str(root / "src"), PYSPARK_PYTHON=sys.executable)
     command = [sys.executable, __file__, "--child", "--repeat", str(repeat), "--rows", str(rows)]
+    command += ["--only", ",".join(kinds)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
     result = json.loads(line[len("RESULT ") :])
@@ -62,23 +63,25 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per process")
     parser.add_argument("--rows", type=int, default=4_000_000)
+    parser.add_argument("--only", default=",".join(KINDS), help="commands, comma-separated")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    kinds = args.only.split(",")
     if args.child:
-        child(args.repeat, args.rows)
+        child(args.repeat, args.rows, kinds)
         return
     if args.vs is None:
         parser.error("--vs PATH is required")
     roots = {"this": HERE.parent, "vs": args.vs.resolve()}
-    times: dict[str, dict[str, list[float]]] = {n: {k: [] for k in KINDS} for n in roots}
+    times: dict[str, dict[str, list[float]]] = {n: {k: [] for k in kinds} for n in roots}
     for r in range(args.rounds):
         for name, root in roots.items():
-            for kind, runs in run(root, args.repeat, args.rows).items():
+            for kind, runs in run(root, args.repeat, args.rows, kinds).items():
                 times[name][kind] += runs
         print(f"round {r + 1}/{args.rounds} done", flush=True)
     print(f"DV commands, {args.rows:,} rows; medians of {args.rounds * args.repeat} runs")
     print(f"{'command':<8} {'this':>8} {'vs':>8} {'this/vs':>8}")
-    for kind in KINDS:
+    for kind in kinds:
         ours, theirs = (statistics.median(times[n][kind]) for n in roots)
         print(f"{kind:<8} {ours:>7.3f}s {theirs:>7.3f}s {ours / theirs:>8.2f}")
 

@@ -28,6 +28,7 @@ literals, IN, IS [NOT] NULL, BETWEEN, AND/OR/NOT); anything else raises
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import closing
 from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
@@ -106,15 +107,16 @@ def delete_rows(
             return n, None, kept.num_rows
 
         rows = files.to_pylist()
-        for row, (n, marked, kept) in zip(rows, job.over_files(rows, work), strict=True):
-            if n == 0:
-                continue
-            deleted += n
-            copied += kept
-            if marked is not None:
-                job.mark_deleted(row, marked)
-            else:
-                job.remove(row)
+        with closing(job.over_files(rows, work)) as results:
+            for row, (n, marked, kept) in zip(rows, results, strict=True):
+                if n == 0:
+                    continue
+                deleted += n
+                copied += kept
+                if marked is not None:
+                    job.mark_deleted(row, marked)
+                else:
+                    job.remove(row)
         counted = deleted
     actions = job.finish()
     job.check_written(copied)
@@ -216,15 +218,17 @@ def update_rows(
 
     updated = copied = 0
     rows = files.to_pylist()
-    for row, (n, marked, kept) in zip(rows, job.over_files(rows, work), strict=True):
-        if n == 0:
-            continue
-        updated += n
-        if marked is not None:
-            job.mark_deleted(row, marked)
-        else:
-            job.remove(row)
-            copied += kept
+    # closing: a failure here stops the threads before the job deletes what they wrote.
+    with closing(job.over_files(rows, work)) as results:
+        for row, (n, marked, kept) in zip(rows, results, strict=True):
+            if n == 0:
+                continue
+            updated += n
+            if marked is not None:
+                job.mark_deleted(row, marked)
+            else:
+                job.remove(row)
+                copied += kept
     actions = job.finish()
     job.check_written(updated + copied)
     metrics = job.changes.metrics()

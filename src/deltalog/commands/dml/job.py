@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -195,9 +195,11 @@ class DmlJob:
             self.scan_ms += elapsed_ms_since(started)
         return rows, index
 
-    def over_files(self, files: Iterable[U], work: Callable[[U], T]) -> Iterator[T]:
+    def over_files(self, files: Iterable[U], work: Callable[[U], T]) -> Generator[T, None, None]:
         """``work(file)`` for each file (or any piece of work), on threads, a few ahead of the
-        caller; results in order. A failure stops the rest and is raised here."""
+        caller; results in order. A failure stops the rest and is raised here. A caller that
+        may stop early closes the iterator (``contextlib.closing``): closing waits for the
+        running pieces, so nothing is written after the job's files are deleted."""
         pending: deque[Future[T]] = deque()
         with ThreadPoolExecutor(_THREADS, thread_name_prefix="deltalog-dml") as pool:
             try:
