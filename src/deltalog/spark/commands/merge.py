@@ -200,6 +200,8 @@ class MergeCommand:
         on Spark."""
         if self.target_schema != self.snapshot.schema:  # the schema evolves: Spark's casts
             return None
+        if getattr(self.builder._source, "_jdf", None) is None:
+            return None  # Spark Connect: the source's size is unknown without running it
         shape = merge_shape(
             self.builder._condition, self.clauses, self.alias, self.snapshot, self.builder._source
         )
