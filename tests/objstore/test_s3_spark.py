@@ -14,8 +14,10 @@ import pytest
 
 from deltalog.spark.api.delta_table import DeltaTable, read_changes
 from deltalog.spark.commands.write_into_delta import write_dataframe
+from deltalog.spark.engine import ENGINE_KEY
 from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.storage import jvm_reads
+from tests.spark.confs import session_confs
 
 SECRET = "do-not-print-this-secret"
 
@@ -107,7 +109,11 @@ def test_dml_and_maintenance_on_s3_without_jars_match_a_local_table(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     uri = f"{s3['root']}/dml"
-    with caplog.at_level(logging.INFO, logger="deltalog"):
+    # Spark's executors do the data work here (a table this small would run on the driver);
+    # the local table below takes the default choice, so the two engines are compared too.
+    with caplog.at_level(logging.INFO, logger="deltalog"), session_confs(
+        spark, {ENGINE_KEY: "spark"}
+    ):
         remote = _dml_steps(spark, uri)
     seam_lines = [m for m in caplog.messages if uri in m and "storage seam" in m]
     assert any(m.startswith("deltalog: scan of") for m in seam_lines)

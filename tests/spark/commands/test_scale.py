@@ -14,10 +14,11 @@ tasks fail too ("Serialized task ... exceeds max allowed").
 
 Each tier runs in its own process (its own JVM with these limits): a classic session, a Spark
 Connect client of a Connect server started in that process, and local-cluster (two executor
-JVMs). Every command must succeed, grow the driver Python process's peak RSS by less than
-:data:`PY_GROWTH_MB` and write deletion vectors, and the table's rows, read by deltalake and by
-DuckDB's delta extension, must be those computed here from the inputs with Arrow (not by
-deltalog).
+JVMs), each with ``spark.deltalog.local.maxBytes`` at 1 KiB so that the table counts as one
+past the local engine's gate (:mod:`deltalog.spark.engine`). Every command must succeed, grow
+the driver Python process's peak RSS by less than :data:`PY_GROWTH_MB` and write deletion
+vectors, and the table's rows, read by deltalake and by DuckDB's delta extension, must be those
+computed here from the inputs with Arrow (not by deltalog).
 """
 
 from __future__ import annotations
@@ -110,6 +111,9 @@ def session(mode: str) -> tuple[Any, Any]:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
+        # The table stands for one past the local engine's gate (which would read its few MB
+        # on the driver, by design): a gate of 1 KiB sends every command to the executors.
+        .config("spark.deltalog.local.maxBytes", "1k")
     )
     if mode == "local-cluster":
         builder = builder.config("spark.executor.memory", "768m").config(
