@@ -114,10 +114,17 @@ def _floating_operand(column_type: pa.DataType, operand: Literal) -> float | Non
 
 
 def _refused(what: str, table: str) -> errors.UnsupportedFeatureError:
-    return errors.UnsupportedFeatureError(
-        "DELTA_UNSUPPORTED_PREDICATE",
+    return inexact(
         f"{what}; the Python evaluator computes only what it computes exactly as Spark does.",
-        table=table or None,
-        help="run the command through Spark, which evaluates any SQL.",
+        table,
+        "run the command through Spark, which evaluates any SQL.",
+    )
+
+
+def inexact(message: str, table: str, help: str) -> errors.UnsupportedFeatureError:
+    """The refusal of what the Python evaluator does not compute exactly as Spark
+    (``DELTA_UNSUPPORTED_PREDICATE``): a caller with Spark runs the command there instead."""
+    return errors.UnsupportedFeatureError(
+        "DELTA_UNSUPPORTED_PREDICATE", message, table=table or None, help=help
     )
 

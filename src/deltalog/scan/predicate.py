@@ -15,10 +15,13 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from deltalog.scan.coercion import float32, parse_spark_date, parse_spark_timestamp
+
+T = TypeVar("T")
 
 # Comparison operators, normalised (``==`` → ``=``, ``<>`` → ``!=``), and their mirror images
 # for a literal written on the left (``5 < x`` is ``x > 5``).
@@ -235,12 +238,7 @@ def parse_predicate(text: str) -> Predicate:
     Column names are plain or dotted identifiers, or back-quoted. Raises
     :class:`PredicateSyntaxError` for text outside the subset (callers then skip nothing).
     """
-    parser = _Parser(_tokens(text))
-    p = parser.expression()
-    rest = parser.peek()
-    if rest is not None:
-        raise PredicateSyntaxError(f"unexpected {rest[1]!r}")
-    return p
+    return _parse_all(text, _Parser.expression)
 
 
 def parse_operand(text: str) -> Operand:
@@ -248,12 +246,17 @@ def parse_operand(text: str) -> Operand:
 
     Raises :class:`PredicateSyntaxError` for anything else.
     """
+    return _parse_all(text, _Parser.operand)
+
+
+def _parse_all(text: str, rule: Callable[[_Parser], T]) -> T:
+    """``rule`` over the whole of ``text`` (nothing may follow)."""
     parser = _Parser(_tokens(text))
-    operand = parser.operand()
+    result = rule(parser)
     rest = parser.peek()
     if rest is not None:
         raise PredicateSyntaxError(f"unexpected {rest[1]!r}")
-    return operand
+    return result
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from deltalog import errors
-from deltalog.scan.arithmetic import spark_arithmetic
+from deltalog.scan.arithmetic import inexact, spark_arithmetic
 from deltalog.scan.coercion import UNKNOWN, coerce
 from deltalog.scan.predicate import Arithmetic, Literal, PredicateSyntaxError, parse_operand
 
@@ -116,9 +116,8 @@ def _column(rows: pa.Table, name: str, table: str) -> pa.ChunkedArray:
 
 
 def _refused(what: str, table: str) -> errors.UnsupportedFeatureError:
-    return errors.UnsupportedFeatureError(
-        "DELTA_UNSUPPORTED_PREDICATE",
+    return inexact(
         f"{what} is not assigned exactly as Spark assigns it by the Python evaluator.",
-        table=table or None,
-        help="write the value in the column's type, or run the command through Spark.",
+        table,
+        "write the value in the column's type, or run the command through Spark.",
     )
