@@ -124,7 +124,7 @@ def _actions(path: str, version: int) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(
     ("seed", "partitioned", "dv"),
-    [(29, True, False), (68, False, True)],
+    [(29, True, False), (100, False, True)],
     ids=["cow-partitioned", "dv"],
 )
 def test_both_engines_commit_the_same(
@@ -148,7 +148,7 @@ def test_both_engines_commit_the_same(
     level = engine_log.level
     engine_log.setLevel(logging.INFO)
     engine_log.addHandler(records)
-    steps = _steps(seed, 8)
+    steps = _steps(seed, 6)
     current = base
     try:
         for k, (kind, condition, updates) in enumerate(steps):
