@@ -31,6 +31,7 @@ Contract:
 from __future__ import annotations
 
 import json
+import logging
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -55,6 +56,9 @@ from deltalog.log import kernels as k
 
 if TYPE_CHECKING:
     from deltalog.log.snapshot import Snapshot
+    from deltalog.storage.base import LogStore
+
+log = logging.getLogger(__name__)
 
 # delta-spark's limits (``setTransactionsInCrc.maxAllowed``, ``domainMetadatasInCrc.maxAllowed``):
 # past them the list is left out entirely, so a present list is always complete.
@@ -192,6 +196,22 @@ def checksum_name(version: int) -> str:
 
 
 # -- reading --------------------------------------------------------------------------------------
+
+
+def read_checksum(store: LogStore, path: str) -> VersionChecksum | None:
+    """The checksum in the file at ``path``, or ``None`` when it is absent, unreadable or not a
+    valid checksum file (logged, never raised: the file is optional)."""
+    try:
+        data = store.read(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        log.warning("Ignoring version checksum %s: it cannot be read (%s)", path, e)
+        return None
+    checksum = parse_checksum(data)
+    if checksum is None and data:  # an empty one is being written (or its writer crashed)
+        log.warning("Ignoring version checksum %s: not a valid checksum file", path)
+    return checksum
 
 
 def parse_checksum(data: bytes) -> VersionChecksum | None:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from deltalog import errors
 from deltalog.actions import NON_FILE_KEYS, REPLAY_ACTION_KEYS, CommitInfo
-from deltalog.log.checksum import parse_checksum
+from deltalog.log.checksum import read_checksum
 from deltalog.log.engines import engine_factory
 from deltalog.log.filenames import (
     LAST_CHECKPOINT,
@@ -409,15 +409,8 @@ class SnapshotManagement:
         crc = snapshot.segment.crc
         if crc is None or crc.version != snapshot.version:
             return
-        try:
-            data = self.store.read(crc.path)
-        except OSError as e:
-            log.warning("Ignoring version checksum %s: it cannot be read (%s)", crc.path, e)
-            return
-        checksum = parse_checksum(data)
+        checksum = read_checksum(self.store, crc.path)
         if checksum is None:
-            if data:  # an empty one is being written (or its writer crashed): nothing to say
-                log.warning("Ignoring version checksum %s: not a valid checksum file", crc.path)
             return
         snapshot.attach_checksum(checksum)
         try:

@@ -146,10 +146,10 @@ class _Evaluator:
         if isinstance(p, Not):
             return pc.invert(self.eval(p.child))
         if isinstance(p, IsNull):
-            column = _column(self.rows, p.column, self.table)
+            column = find_column(self.rows, p.column, self.table)
             return pc.is_valid(column) if p.negated else pc.is_null(column)
         if isinstance(p, Comparison):
-            return self._compare(_column(self.rows, p.column, self.table), p.column, p)
+            return self._compare(find_column(self.rows, p.column, self.table), p.column, p)
         if isinstance(p, Computed):
             values = compute(p.term, self.rows, table=self.table)
             return self._compare(values, p.term.column, p)
@@ -172,7 +172,7 @@ class _Evaluator:
         return _spark_compare(_compared(raw), p.op, value)
 
     def _in(self, p: In) -> Any:
-        raw = _column(self.rows, p.column, self.table)
+        raw = find_column(self.rows, p.column, self.table)
         values = [_scalar(v, raw.type, p.column, self.table, self.zone) for v in p.values]
         column = _compared(raw)
         present = [v for v in values if v is not None]
@@ -197,11 +197,17 @@ def compute(term: Arithmetic, rows: pa.Table, *, table: str = "") -> pa.Array:
         UnsupportedFeatureError: a type or a row whose result Spark's modes disagree on.
         InvalidArgumentError: the column is not in ``rows``.
     """
-    column = _column(rows, term.column, table)
+    column = find_column(rows, term.column, table)
     return spark_arithmetic(column, term.op, term.operand, name=term.column, table=table)
 
 
-def _column(rows: pa.Table, name: str, table: str) -> pa.ChunkedArray:
+def find_column(rows: pa.Table, name: str, table: str) -> pa.ChunkedArray:
+    """Column ``name`` of ``rows`` as Spark resolves it: case-insensitively, ``a.b`` a field of
+    struct ``a``.
+
+    Raises:
+        InvalidArgumentError: ``rows`` has no such column.
+    """
     for candidate in rows.column_names:
         if candidate.lower() == name.lower():
             return rows.column(candidate)
@@ -210,9 +216,9 @@ def _column(rows: pa.Table, name: str, table: str) -> pa.ChunkedArray:
         for candidate in rows.column_names:
             if candidate.lower() == head.lower():
                 struct = rows.column(candidate).combine_chunks()
-                return _column(pa.Table.from_struct_array(struct), rest, table)
+                return find_column(pa.Table.from_struct_array(struct), rest, table)
     raise errors.invalid_argument(
-        f"the condition names column {name!r}, which is not in {rows.column_names}", table=table
+        f"column {name!r} is not in {rows.column_names}", table=table
     )
 
 

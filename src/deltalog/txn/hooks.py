@@ -38,7 +38,7 @@ from deltalog.log.checksum import (
     checksum_name,
     derive_checksum,
     initial_checksum,
-    parse_checksum,
+    read_checksum,
 )
 from deltalog.log.cleanup import cleanup_expired_logs
 from deltalog.write.manifests import generate_after_commit
@@ -175,11 +175,7 @@ def _checksum_of(
 
 
 def _read_checksum(delta_log: SnapshotManagement, version: int) -> VersionChecksum | None:
-    try:
-        data = delta_log.store.read(f"{delta_log.log_root}/{checksum_name(version)}")
-    except FileNotFoundError:
-        return None
-    return parse_checksum(data)
+    return read_checksum(delta_log.store, f"{delta_log.log_root}/{checksum_name(version)}")
 
 
 def _checkpoint_due(snapshot: Snapshot, version: int) -> bool:

@@ -130,8 +130,17 @@ class DmlJob:
                 help="use comparisons of a column with a literal, IN, IS [NOT] NULL, BETWEEN "
                 "and AND/OR/NOT, or run the command through Spark.",
             ) from None
-        self.evaluate(predicate, self.empty_rows())
+        self.check_condition(predicate)
         return predicate
+
+    def check_condition(self, predicate: Predicate) -> None:
+        """Judge ``predicate``'s literals and types on no rows (before any file is read).
+
+        Raises:
+            UnsupportedFeatureError: a literal or type outside the evaluated subset.
+            InvalidArgumentError: it names a column the table does not have.
+        """
+        self.evaluate(predicate, self.empty_rows())
 
     def evaluate(self, predicate: Predicate, rows: pa.Table) -> pa.BooleanArray:
         return evaluate(predicate, rows, table=self.root, zone=self.zone_or_utc)

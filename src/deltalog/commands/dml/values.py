@@ -23,6 +23,7 @@ from deltalog import errors
 from deltalog.scan.arithmetic import inexact, spark_arithmetic
 from deltalog.scan.coercion import UNKNOWN, coerce
 from deltalog.scan.predicate import Arithmetic, Literal, PredicateSyntaxError, parse_operand
+from deltalog.scan.row_filter import find_column
 
 _INTEGER_FAMILY = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
 
@@ -55,14 +56,14 @@ class SqlValue:
             return _literal(self.value, target, name, table, zone)
         if isinstance(self.value, Arithmetic):
             values = spark_arithmetic(
-                _column(rows, self.value.column, table),
+                find_column(rows, self.value.column, table),
                 self.value.op,
                 self.value.operand,
                 name=self.value.column,
                 table=table,
             )
         else:
-            values = _column(rows, self.value, table).combine_chunks()
+            values = find_column(rows, self.value, table).combine_chunks()
         if values.type == target or _widens(values.type, target):
             return values.cast(target, safe=False)
         what = f"the value {self.text!r} of type {values.type} into {name} ({target})"
@@ -104,15 +105,6 @@ def _widens(source: pa.DataType, target: pa.DataType) -> bool:
     if source in _INTEGER_FAMILY and pa.types.is_floating(target):
         return True
     return source == pa.float32() and target == pa.float64()
-
-
-def _column(rows: pa.Table, name: str, table: str) -> pa.ChunkedArray:
-    for candidate in rows.column_names:
-        if candidate.lower() == name.strip("`").lower():
-            return rows.column(candidate)
-    raise errors.invalid_argument(
-        f"the value names column {name!r}, which is not in {rows.column_names}", table=table
-    )
 
 
 def _refused(what: str, table: str) -> errors.UnsupportedFeatureError:

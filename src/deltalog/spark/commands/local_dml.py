@@ -80,8 +80,8 @@ def local_job(
         return None
     job = DmlJob(txn, operation, zone=session_time_zone(spark))
     if predicate is not None:
-        try:  # literals and types are judged on no rows: no file is read for a refusal
-            job.evaluate(predicate, job.empty_rows())
+        try:  # no file is read for a refusal
+            job.check_condition(predicate)
         except (errors.UnsupportedFeatureError, errors.InvalidArgumentError) as e:
             _log.info("%s of %s: on Spark after all (%s)", command, job.root, _first_line(e))
             return None
