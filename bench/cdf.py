@@ -6,17 +6,23 @@ Table (cached under bench/_data/cdf-1m; ``--rows N`` for another size, e.g. 1000
 change files).
 
 For the ranges [1, 100] (the 100 commits) and [0, 100] (plus the first write) it prints the time
-to the full result (count, and rows to Arrow on the driver) of ``read_changes`` (Spark's parquet
-reader), ``spark.read.format("delta").option("readChangeFeed", "true")`` (the same plan, through
-the reader bridge), the Python data source, the floor and deltalake's ``load_cdf``, each with
-its ratio to deltalake (target: at most 2.0), then where ``read_changes`` spends its time.
+to the full result (count, and rows to Arrow on the driver) of ``read_changes`` with the engine
+the product chooses (a range of at most ``spark.deltalog.local.maxReadBytes`` is read on the
+driver and handed to Spark), the same through ``spark.read.format("delta")``, the Spark engine
+forced (Spark's parquet reader), the Python data source, the two floors and deltalake's
+``load_cdf``, each with its ratio to deltalake (target: at most 1.5), then where
+``read_changes`` spends its time.
 
-The floor is the product's data work and nothing else: the parquet scans ``read_changes`` builds
-for the range (recorded from the product: the same files, read schemas, base paths and tasks),
-read by the product's own helper ``deltalog.spark.read.common.read_parquet_files`` (the schema
-given, the raw local file system, every path in one py4j string, no listing job, the NaN-safe
-parquet options of a table with a double column), in one union; no log, plan, join to the plan
-or change columns. ``read_changes()/floor`` is what the Delta work costs on top.
+Each floor is one engine's data work and nothing else, with the product's own settings:
+
+* the Spark floor: the parquet scans the Spark engine builds for the range (recorded from the
+  product: the same files, read schemas, base paths and tasks), read by the product's own
+  helper ``deltalog.spark.read.common.read_parquet_files`` (the schema given, the raw local file
+  system, every path in one py4j string, no listing job, the NaN-safe parquet options of a
+  table with a double column), in one union; no log, plan, join to the plan or change columns;
+* the local floor: the range's files read by the product's ``read_parquet_files`` (one pyarrow
+  scan of the data files and one of the change files) and handed to Spark as the product hands
+  them; no log, plan, deletion vectors, partition values or change columns.
 
 Everything is timed interleaved (A B C, A B C...) after one warming run of each; each figure is
 the median of ``--repeat`` laps (default 5). ``--quick``: 100,000 rows and one lap (a check
@@ -26,11 +32,12 @@ that it runs, not a measurement). Run by hand: ``./dev bench cdf``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import inspect
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,7 +58,9 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE / "_data"
 PARTITIONS = 20
 RANGES = ((1, 100), (0, 100))
-FLOOR = "floor"
+FLOOR = "Spark floor"
+LOCAL_FLOOR = "local floor"
+SPARK = "Spark engine"
 DELTALAKE = "deltalake load_cdf"
 ACTIONS = ("count", "to Arrow")
 
@@ -139,11 +148,58 @@ def product_scans(spark: Any, plan: ChangePlan, store: LogStore) -> list[Scan]:
         calls.append(dict(bound.arguments))
         return real(*args, **kwargs)
 
-    with mock.patch.object(changes, "read_files_or_raise", record):
+    with mock.patch.object(changes, "read_files_or_raise", record), engine(spark, "spark"):
         changes.changes_to_df(spark, plan, store)
     assert calls, "read_changes read no file with Spark's parquet reader (through the seam?)"
     sizes = dict(zip(plan.files["path"].to_pylist(), plan.files["size"].to_pylist(), strict=True))
     return [_as_scan(spark, call, sizes) for call in calls]
+
+
+@contextlib.contextmanager
+def engine(spark: Any, name: str) -> Iterator[None]:
+    """``spark.deltalog.engine`` set to ``name`` for the block (the engine is chosen when the
+    DataFrame is built), restored after."""
+    key = "spark.deltalog.engine"
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, name)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
+def local_floor(spark: Any, plan: ChangePlan) -> Callable[[], Any]:
+    """The local engine's data work alone: the plan's files read in one pyarrow scan per kind
+    (data files, change files), as ``read_plan`` reads them, and handed to Spark as the
+    product hands them (no deletion vectors, partition values or change columns)."""
+    from deltalog.data_files import TableLayout, physical_schema, read_parquet_files
+    from deltalog.spark.session import arrow_to_df, default_parallelism
+
+    layout = TableLayout.of(plan.snapshot)
+    parts = {f.name.lower() for f in plan.snapshot.schema.fields} & {
+        c.lower() for c in layout.partition_columns
+    }
+    fields = [f for f in layout.schema.fields if f.name.lower() not in parts]
+    physical = physical_schema(fields, layout.column_mapping_mode)
+    groups = []
+    for is_cdc in (False, True):
+        paths = plan.files.filter(pc.equal(plan.files["is_cdc"], is_cdc))["path"].to_pylist()
+        schema = physical.append(pa.field("_change_type", pa.string())) if is_cdc else physical
+        groups.append((paths, schema))
+
+    def run() -> Any:
+        tables = []
+        for paths, schema in groups:
+            read = read_parquet_files(paths, schema) if paths else None
+            if read is not None:
+                tables.append(read[0].select(physical.names))
+        rows = pa.concat_tables(tables)
+        return arrow_to_df(spark, rows, local=False, partitions=default_parallelism(spark))
+
+    return run
 
 
 def _as_scan(spark: Any, call: dict[str, Any], sizes: dict[str, int | None]) -> Scan:
@@ -174,7 +230,7 @@ def floor_frame(spark: Any, scans: list[Scan]) -> Any:
 
 
 def builders(
-    spark: Any, name: str, path: str, start: int, end: int, scans: list[Scan]
+    spark: Any, name: str, path: str, start: int, end: int, scans: list[Scan], plan: ChangePlan
 ) -> dict[str, Callable[[], Any]]:
     """Each entry's DataFrame for the range [start, end], built anew at each call (building
     is part of what a user waits for)."""
@@ -190,11 +246,17 @@ def builders(
         )
         return load_with_python_source(reader, path) if python else reader.load(path)
 
+    def on_spark() -> Any:
+        with engine(spark, "spark"):
+            return read_changes(spark, path, starting_version=start, ending_version=end)
+
     return {
         "read_changes()": lambda: read_changes(
             spark, path, starting_version=start, ending_version=end
         ),
         "format(delta) CDF": lambda: source(python=False),
+        LOCAL_FLOOR: local_floor(spark, plan),
+        SPARK: on_spark,
         "Python source CDF": lambda: source(python=True),
         FLOOR: lambda: floor_frame(spark, scans),
     }
@@ -250,14 +312,16 @@ def report(label: str, entries: list[str], medians: dict[str, float], rows: dict
         assert counted == collected, (entry, counted, collected)
         # The floor gives its files' rows, each file read once; the feed's rows follow the plan
         # (a file read for two commits, rows a deletion vector leaves out).
-        assert entry == FLOOR or counted == rows[DELTALAKE], (entry, counted, rows[DELTALAKE])
+        floors = (FLOOR, LOCAL_FLOOR)
+        assert entry in floors or counted == rows[DELTALAKE], (entry, counted, rows[DELTALAKE])
         figures = "".join(f" {medians[k]:8.2f}s {medians[k] / theirs:6.2f}" for k in keys)
-        note = "  (the product's scans alone: files read once)" if entry == FLOOR else ""
+        note = "  (the engine's data work alone: files read once)" if entry in floors else ""
         print(f"{label:>9}  {entry:<22}{figures} {counted:>10}{note}")
-    ours = "  ".join(
-        f"{a} {medians[f'read_changes() {a}'] / medians[f'{FLOOR} {a}']:.2f}" for a in ACTIONS
-    )
-    print(f"{label:>9}  read_changes()/floor: {ours}", flush=True)
+    for product, floor in (("read_changes()", LOCAL_FLOOR), (SPARK, FLOOR)):
+        ours = "  ".join(
+            f"{a} {medians[f'{product} {a}'] / medians[f'{floor} {a}']:.2f}" for a in ACTIONS
+        )
+        print(f"{label:>9}  {product}/{floor}: {ours}", flush=True)
 
 
 def breakdown(spark: Any, log: DeltaLog, cdf_range: CdfRange, label: str) -> None:
@@ -287,8 +351,9 @@ def run_range(spark: Any, name: str, path: str, start: int, end: int, repeat: in
 
     log = DeltaLog.for_table(path)
     cdf_range = resolve_range(log, CdfBounds(str(start), None, str(end), None))
-    scans = product_scans(spark, plan_changes(log, cdf_range), log.store)
-    builds = builders(spark, name, path, start, end, scans)
+    plan = plan_changes(log, cdf_range)
+    scans = product_scans(spark, plan, log.store)
+    builds = builders(spark, name, path, start, end, scans, plan)
     medians, rows = measure(builds, load_cdf(path, start, end), repeat)
     label = f"[{start}, {end}]"
     report(label, list(builds), medians, rows)
@@ -296,7 +361,7 @@ def run_range(spark: Any, name: str, path: str, start: int, end: int, repeat: in
         f"{len(s.paths)} files in {s.tasks} tasks" if s.tasks else f"{len(s.paths)} files"
         for s in scans
     )
-    print(f"{label:>9}  floor: the {len(scans)} scans of read_changes(): {scans_read}")
+    print(f"{label:>9}  Spark floor: the {len(scans)} scans of the Spark engine: {scans_read}")
     breakdown(spark, log, cdf_range, label)
 
 

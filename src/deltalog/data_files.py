@@ -9,7 +9,7 @@ Spark's JVM reader (:mod:`deltalog.spark.read.scan`) is the fast path for big sc
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from deltalog.log.snapshot import Snapshot
 
 _FIELD_ID = b"PARQUET:field_id"
+_FRAGMENT = "__fragment_index"  # pyarrow's column: the index of the row's file in a dataset
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -94,18 +95,99 @@ def to_logical(
     partition_values: Mapping[str, str | None],
 ) -> pa.Table:
     """Physical rows of one file as the table's logical columns, partition columns added."""
+    one_file = np.zeros(data.num_rows, dtype=np.int64)
+    return to_logical_files(data, schema, partition_columns, mode, [partition_values], one_file)
+
+
+def to_logical_files(
+    data: pa.Table,
+    schema: StructType,
+    partition_columns: list[str] | tuple[str, ...],
+    mode: str,
+    partition_values: Sequence[Mapping[str, str | None]],
+    file_of_row: np.ndarray,
+) -> pa.Table:
+    """Physical rows of several files as the table's logical columns: row ``i`` came from the
+    file whose partition values are ``partition_values[file_of_row[i]]``."""
     lowered = {c.lower() for c in partition_columns}
+    take = pa.array(file_of_row, pa.int64())
     columns = []
     for f in schema.fields:
         if f.name.lower() in lowered:
             key = f.physical_name if mode != "none" else f.name
-            raw = lookup_partition_value(dict(partition_values), key)
-            value = parse_partition_value(raw, f.type)
-            columns.append(pa.array([value] * data.num_rows, to_arrow(f.type)))
+            values = [
+                parse_partition_value(lookup_partition_value(dict(v), key), f.type)
+                for v in partition_values
+            ]
+            columns.append(pa.array(values, to_arrow(f.type)).take(take))
         else:
             source = _find(data.schema, data.columns, f, mode)
             columns.append(_logical(source, f.type, mode, data.num_rows))
     return pa.Table.from_arrays(columns, schema=schema.to_arrow())
+
+
+def read_parquet_files(
+    paths: Sequence[str], physical: pa.Schema, *, threads: bool = True
+) -> tuple[pa.Table, np.ndarray] | None:
+    """The rows of the local files ``paths``, one after the other, as ``physical`` (columns a
+    file lacks are null, narrower types are cast up, columns ``physical`` lacks are not read),
+    and the index in ``paths`` of each row's file; ``None`` where one read cannot do it (a
+    remote path, a missing file, a column that does not cast): read those file by file.
+
+    One pyarrow dataset scan: the files are opened and decoded on pyarrow's threads, without
+    the GIL, which is most of the cost of many small files (``bench/README.md``).
+    """
+    import pyarrow.dataset as ds  # only when rows are read
+
+    if not paths or any(is_remote(p) for p in paths):
+        return None
+    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
+    try:
+        dataset = ds.dataset(list(paths), schema=physical, format=fmt)
+        data = dataset.to_table(columns=[*physical.names, _FRAGMENT], use_threads=threads)
+    except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None  # the file-by-file reader raises the typed error, or casts as it can
+    files = data[_FRAGMENT].to_numpy().astype(np.int64, copy=False)
+    if len(files) and np.any(np.diff(files) < 0):  # pyarrow orders rows by file: check it
+        order = np.argsort(files, kind="stable")
+        data, files = data.take(pa.array(order)), files[order]
+    return data.drop_columns([_FRAGMENT]), files
+
+
+def row_positions(file_of_row: np.ndarray) -> np.ndarray:
+    """Each row's index inside its file, for rows grouped by file (as :func:`read_parquet_files`
+    returns them)."""
+    n = len(file_of_row)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, file_of_row[1:] != file_of_row[:-1]])
+    lengths = np.diff(np.r_[starts, n])
+    return np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
+
+
+def physical_schema(fields: Iterable[StructField], mode: str) -> pa.Schema:
+    """The parquet schema of the data files: physical names and ``PARQUET:field_id``s under
+    column mapping (nested fields too); every column optional, as Spark writes them."""
+    return pa.schema([_physical_field(f, mode) for f in fields])
+
+
+def _physical_field(f: StructField, mode: str) -> pa.Field:
+    metadata = None
+    if mode != "none" and "delta.columnMapping.id" in f.metadata:
+        metadata = {b"PARQUET:field_id": str(f.metadata["delta.columnMapping.id"]).encode()}
+    name = f.physical_name if mode != "none" else f.name
+    return pa.field(name, _physical_type(f.type, mode), True, metadata)
+
+
+def _physical_type(t: DataType, mode: str) -> pa.DataType:
+    if isinstance(t, StructType):
+        return pa.struct([_physical_field(f, mode) for f in t.fields])
+    if isinstance(t, ArrayType):
+        return pa.list_(pa.field("element", _physical_type(t.element_type, mode), True))
+    if isinstance(t, MapType):
+        value = pa.field("value", _physical_type(t.value_type, mode), True)
+        return pa.map_(_physical_type(t.key_type, mode), value)
+    return to_arrow(t)
 
 
 def _find(schema: pa.Schema | pa.StructType, children: list[Any], f: StructField, mode: str) -> Any:

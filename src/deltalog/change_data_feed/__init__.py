@@ -17,11 +17,11 @@ from deltalog.change_data_feed.plan import (
     plan_changes,
     plan_commit_changes,
     read_change_file,
-    read_plan,
     selected_rows,
     selection_bound,
     vector_rows,
 )
+from deltalog.change_data_feed.rows import read_plan
 from deltalog.change_data_feed.versions import (
     CDC_COLUMNS,
     CHANGE_TYPE,

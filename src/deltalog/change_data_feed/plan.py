@@ -384,15 +384,3 @@ def read_change_file(
     table = table.append_column(CHANGE_TYPE, change)
     table = table.append_column(COMMIT_VERSION, pa.array([spec["version"]] * n, pa.int64()))
     return table.append_column(COMMIT_TIMESTAMP, timestamp)
-
-
-def read_plan(plan: ChangePlan, store: LogStore | None = None) -> pa.Table:
-    """Every change row of ``plan`` on this process (small ranges: the CLI, tests); ``store``
-    reaches the table's deletion vectors (default: :func:`store_for` the table)."""
-    layout = TableLayout.of(plan.snapshot)
-    reach = store if store is not None else store_for(layout.table_root)
-    parts = [read_change_file(layout, spec, reach) for spec in plan.files.to_pylist()]
-    schema = cdc_read_schema(plan.snapshot.schema).to_arrow()
-    if not parts:
-        return schema.empty_table()
-    return pa.concat_tables([p.cast(schema) for p in parts])

@@ -61,17 +61,26 @@ def pyspark_classes(name: str, classic: str | tuple[str, ...], connect: str) -> 
     return classes
 
 
-def arrow_to_df(spark: SparkSession, table: pa.Table, *, local: bool = True) -> DataFrame:
+def arrow_to_df(
+    spark: SparkSession, table: pa.Table, *, local: bool = True, partitions: int | None = None
+) -> DataFrame:
     """A small Arrow table as a DataFrame (Arrow directly on Spark 4; rows on 3.5, because a
     pandas round trip would turn null numbers into NaN).
 
     ``local=False`` (classic sessions): the rows become an RDD rather than a ``LocalRelation``.
     Every analysis of a plan holding a ``LocalRelation`` costs in proportion to its rows, so
-    tables of many rows that later plans build on take this form (``bench/README.md``).
+    tables of many rows that later plans build on take this form (``bench/README.md``); with
+    ``partitions``, in about that many partitions (PySpark makes one per Arrow batch of
+    ``maxRecordsPerBatch`` rows, 10,000 by default: tasks of a few milliseconds each).
     """
     if not local:
-        # PySpark reads the threshold from the session that creates the frame: a clone's.
-        clone = clone_with(spark, {"spark.sql.execution.arrow.localRelationThreshold": "0"})
+        # PySpark reads these settings from the session that creates the frame: a clone's.
+        settings = {"spark.sql.execution.arrow.localRelationThreshold": "0"}
+        if partitions:
+            table = table.combine_chunks()  # each chunk would be a batch of its own
+            batch = max(-(-table.num_rows // partitions), 1)
+            settings["spark.sql.execution.arrow.maxRecordsPerBatch"] = str(batch)
+        clone = clone_with(spark, settings)
         if clone is not None:
             return adopt(spark, arrow_to_df(clone, table))
     try:

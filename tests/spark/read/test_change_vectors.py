@@ -22,12 +22,14 @@ from deltalog.spark.session import to_arrow
 from deltalog.tables import read_changes
 from tests.conformance.cdf import normalize, oracle_changes, write_vector_history
 from tests.conformance.rows import canonical
+from tests.spark.confs import session_confs
 
 pytestmark = pytest.mark.spark
 
 HAS_DATA_SOURCES = importlib.util.find_spec("pyspark.sql.datasource") is not None
 HAS_STREAMING_SOURCES = importlib.util.find_spec("pyspark.sql.streaming.datasource") is not None
 ROWS = 10_000
+ENGINE = "spark.deltalog.engine"  # the change feed of a small range is read on the driver
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +54,11 @@ def test_parquet_reader_selects_rows_in_the_executors(
 ) -> None:
     if not broadcast:  # every selection counts as large: the shuffled hash join
         monkeypatch.setattr(change_vectors, "BROADCAST_ROWS", 0)
-    for start, end in ((0, 3), (4, 4)):
-        df = read_changes(spark, vectors, starting_version=start, ending_version=end)
-        assert normalize(to_arrow(df)) == _expected(vectors, start, end), (start, end)
-    plan = df._jdf.queryExecution().executedPlan().toString()
+    with session_confs(spark, {ENGINE: "spark"}):
+        for start, end in ((0, 3), (4, 4)):
+            df = read_changes(spark, vectors, starting_version=start, ending_version=end)
+            assert normalize(to_arrow(df)) == _expected(vectors, start, end), (start, end)
+        plan = df._jdf.queryExecution().executedPlan().toString()
     assert "MapInArrow" in plan  # the pairs come from tasks
     assert ("ShuffledHashJoin" in plan) is not broadcast
 
@@ -114,5 +117,7 @@ def test_streaming_source_reads_the_vectors_in_its_tasks(
 
 @pytest.mark.connect
 def test_parquet_reader_over_connect(connect_spark: Any, vectors: str) -> None:
-    df = read_changes(connect_spark, vectors, starting_version=0, ending_version=3)
-    assert normalize(to_arrow(df)) == _expected(vectors, 0, 3)
+    for engine in ("spark", "local"):
+        with session_confs(connect_spark, {ENGINE: engine}):
+            df = read_changes(connect_spark, vectors, starting_version=0, ending_version=3)
+            assert normalize(to_arrow(df)) == _expected(vectors, 0, 3), engine

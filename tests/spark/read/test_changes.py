@@ -18,10 +18,13 @@ from deltalog.table_properties import parse_byte_size
 from deltalog.tables import read_changes
 from tests.conformance.cdf import commit_times_from_commit_info, normalize, oracle_changes
 from tests.conformance.test_cdf import _write_history
+from tests.spark.confs import session_confs
 
 pytestmark = pytest.mark.spark
 
 HAS_DATA_SOURCES = importlib.util.find_spec("pyspark.sql.datasource") is not None
+# A small range is read on the driver (the local engine) unless Spark's engine is forced.
+ENGINE = "spark.deltalog.engine"
 # One range per table: tests/conformance/test_cdf.py checks every range of these tables
 # without Spark; here the Spark plans are checked on a whole range and on a middle one.
 RANGES = {
@@ -52,21 +55,31 @@ def _via_source(spark: Any, root: str, start: int, end: int | None) -> Any:
     return load_with_python_source(reader, root)
 
 
+@pytest.mark.parametrize("engine", ["auto", "spark"])
 @pytest.mark.parametrize("rel", sorted(RANGES))
-def test_shared_tables_both_entry_points(spark: Any, copy_table: Any, rel: str) -> None:
+def test_shared_tables_both_entry_points(
+    spark: Any, copy_table: Any, rel: str, engine: str, caplog: pytest.LogCaptureFixture
+) -> None:
     root = copy_table(rel)
     commit_times_from_commit_info(root)
     for start, end in RANGES[rel]:
         expected = normalize(oracle_changes(str(root), start, end))
-        jvm = read_changes(spark, str(root), starting_version=start, ending_version=end)
+        with caplog.at_level("INFO", "deltalog.spark.engine"), session_confs(
+            spark, {ENGINE: engine}
+        ):
+            jvm = read_changes(spark, str(root), starting_version=start, ending_version=end)
+        chosen = "local engine" if engine == "auto" else "Spark engine"
+        assert chosen in caplog.records[-1].getMessage()
         assert normalize(to_arrow(jvm)) == expected, (rel, start, end)
-        if HAS_DATA_SOURCES:
+        if HAS_DATA_SOURCES and engine == "spark":
             source = _via_source(spark, str(root), start, end)
             assert normalize(to_arrow(source)) == expected, (rel, start, end)
 
 
-def test_written_table_and_schema(spark: Any, written: str) -> None:
-    df = read_changes(spark, written, starting_version=0)
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_written_table_and_schema(spark: Any, written: str, engine: str) -> None:
+    with session_confs(spark, {ENGINE: engine}):
+        df = read_changes(spark, written, starting_version=0)
     assert [f.name for f in df.schema.fields] == [
         "id",
         "g",
@@ -136,7 +149,8 @@ def test_bulk_scans_give_the_same_rows(
         (copy_table("delta-rs/cdf-table-with-cdc-and-dvs"), 0, None),
     ]:
         commit_times_from_commit_info(root)
-        df = read_changes(spark, str(root), starting_version=start, ending_version=end)
+        with session_confs(spark, {ENGINE: "spark"}):
+            df = read_changes(spark, str(root), starting_version=start, ending_version=end)
         plan = df._jdf.queryExecution().executedPlan().toString()
         assert "insert AS _change_type" in plan, root  # the first write's scan, unjoined
         expected = normalize(oracle_changes(str(root), start, end))
@@ -151,5 +165,6 @@ def test_bulk_scans_over_connect(
 
     monkeypatch.setattr(changes, "BULK_BYTES", 0)
     commit_times_from_commit_info(Path(written))
-    df = read_changes(connect_spark, written, starting_version=0)
+    with session_confs(connect_spark, {ENGINE: "spark"}):
+        df = read_changes(connect_spark, written, starting_version=0)
     assert normalize(to_arrow(df)) == normalize(oracle_changes(written, 0, None))

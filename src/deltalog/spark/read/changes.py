@@ -18,6 +18,11 @@ the rows of a long range are read in parallel across the cluster:
   is mostly tiny files, which Spark's split planning (4 MB assumed per file open) spreads over
   dozens of tasks of milliseconds of work each.
 
+A range of few bytes (``spark.deltalog.local.maxReadBytes``, :mod:`deltalog.spark.engine`) is
+read on the driver instead (:func:`deltalog.change_data_feed.read_plan`: one pyarrow scan of
+its many small files) and handed to Spark as Arrow: the same rows, without the scans' jobs and
+the joins to the plan (``bench/README.md``).
+
 Output: the table's columns at the range's end (logical names), then ``_change_type``,
 ``_commit_version`` and ``_commit_timestamp`` (``cdcReadSchema``).
 """
@@ -42,11 +47,13 @@ from deltalog.change_data_feed import (
     ChangePlan,
     cdc_read_schema,
     plan_changes,
+    read_plan,
     resolve_range,
 )
 from deltalog.partition_values import typed_partition_values
 from deltalog.scan.plan import partitions_from_paths, spark_file_uris
 from deltalog.schema import PrimitiveType, StructField, StructType
+from deltalog.spark.engine import choose_engine
 from deltalog.spark.read.change_vectors import MODE, SPEC, select_rows
 from deltalog.spark.read.common import FILE, ROW, read_files_or_raise
 from deltalog.spark.read.scan import logical_columns, physical_field, through_seam
@@ -88,6 +95,9 @@ def changes_to_df(spark: SparkSession, plan: ChangePlan, store: LogStore) -> Any
     out_schema = to_spark_schema(cdc_read_schema(schema))
     if plan.files.num_rows == 0:
         return spark.createDataFrame([], out_schema)
+    read_bytes = int(pc.sum(plan.files["size"]).as_py() or 0)
+    if choose_engine(spark, snapshot, read_bytes, "change feed read", read_only=True).local:
+        return _read_locally(spark, plan, store, out_schema)
     if through_seam(spark, snapshot):  # no Hadoop connector, or field ids on Spark Connect
         return changes_through_seam(spark, snapshot.table_root, plan.range.start, plan.range.end)
     mode = snapshot.column_mapping_mode
@@ -120,6 +130,14 @@ def changes_to_df(spark: SparkSession, plan: ChangePlan, store: LogStore) -> Any
         df = df.unionByName(other)
     table_columns = logical_columns(df, schema, partition_names, mode)
     return df.select(*table_columns, CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
+
+
+def _read_locally(spark: SparkSession, plan: ChangePlan, store: LogStore, schema: Any) -> Any:
+    """The rows of ``plan`` read here, as a DataFrame of ``schema`` in about as many partitions
+    as the cluster has task slots."""
+    rows = read_plan(plan, store)
+    df = arrow_to_df(spark, rows, local=False, partitions=default_parallelism(spark))
+    return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
 
 
 def _distinct(paths: pa.ChunkedArray) -> list[str]:
