@@ -15,10 +15,12 @@ Every byte goes through the :class:`~deltalog.storage.base.LogStore`.
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import string
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +31,7 @@ import pyarrow.parquet as pq
 
 from deltalog import errors
 from deltalog.actions import AddFile
+from deltalog.data_files import physical_schema
 from deltalog.features import is_feature_supported
 from deltalog.schema import (
     ArrayType,
@@ -309,11 +312,30 @@ class DataFileWriter:
     def finish(self) -> list[AddFile]:
         """Write everything buffered, close every file: the ``add`` actions, in writing order."""
         if not self._finished:
-            for group in self._groups.values():
-                self._flush(group)
-                self._close_file(group)
+            self._each_group(self._finish_group, list(self._groups.values()))
             self._finished = True
         return list(self._added)
+
+    def _finish_group(self, group: _Group) -> None:
+        self._flush(group)
+        self._close_file(group)
+
+    def _each_group(self, work: Callable[[_Group], None], groups: list[_Group]) -> None:
+        """``work`` (a flush, a finish) of each of ``groups``: on threads where there are
+        several partitions' worth of rows (pyarrow encodes and compresses without the GIL),
+        the adds then put in the order of ``groups``, as one thread would have made them."""
+        buffered = sum(g.buffered_bytes for g in groups)
+        if len(groups) < 2 or buffered < _THREADED_BYTES:
+            for group in groups:
+                work(group)
+            return
+        before = len(self._added)
+        with ThreadPoolExecutor(_THREADS, thread_name_prefix="deltalog-write") as pool:
+            list(pool.map(work, groups))
+        rank = {tuple(g.partition_values.items()): i for i, g in enumerate(groups)}
+        done = self._added[before:]
+        done.sort(key=lambda add: rank[tuple(add.partition_values.items())])
+        self._added[before:] = done
 
     def abort(self) -> None:
         """Close and delete every file this writer made (nothing of it is committed)."""
@@ -344,16 +366,10 @@ class DataFileWriter:
             encoded = column.dictionary_encode(null_encoding="encode")
             codes.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
             dictionaries.append(encoded.dictionary)
-        first, inverse = _group_ids(codes, [len(d) for d in dictionaries])
-        order = np.argsort(inverse, kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=len(first)))])
-        grouped = table.take(pa.array(order))  # one gather; each group is then a slice of it
+        inverse, groups = _group_ids(codes, [len(d) for d in dictionaries])
         return [
-            (
-                [d[int(c[row])].as_py() for d, c in zip(dictionaries, codes, strict=True)],
-                grouped.slice(bounds[g], bounds[g + 1] - bounds[g]),
-            )
-            for g, row in enumerate(first)
+            ([d[int(c[row])].as_py() for d, c in zip(dictionaries, codes, strict=True)], rows)
+            for row, rows in _gather(table, inverse, groups)
         ]
 
     def _log_value(self, value: Any, f: StructField) -> str | None:
@@ -387,11 +403,13 @@ class DataFileWriter:
     def _relieve_memory(self) -> None:
         """Write out the biggest buffers while all buffers together exceed the budget."""
         total = sum(g.buffered_bytes for g in self._groups.values())
+        chosen = []
         for group in sorted(self._groups.values(), key=lambda g: -g.buffered_bytes):
             if total <= self._buffer_limit:
                 break
             total -= group.buffered_bytes
-            self._flush(group)
+            chosen.append(group)
+        self._each_group(self._flush, chosen)
 
     def _flush(self, group: _Group) -> None:
         """Write ``group``'s buffered rows, rolling over to new files as they fill."""
@@ -467,19 +485,67 @@ class DataFileWriter:
         )
 
 
-def _group_ids(codes: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Dense group ids of rows keyed by several code columns: (first row of each group, group id
-    of each row). Codes combine in mixed radix, re-densified before the key could overflow."""
+def _group_ids(codes: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, int]:
+    """Dense group ids of rows keyed by several code columns, numbered in key order: (group id
+    of each row, number of groups). Codes combine in mixed radix, re-densified before the key
+    could overflow."""
     key = codes[0]
     span = max(sizes[0], 1)
     for column, size in zip(codes[1:], sizes[1:], strict=True):
         if span * max(size, 1) >= 2**62:
-            _, key = np.unique(key, return_inverse=True)
-            span = int(key.max()) + 1
+            key, span = _dense(key, span)
         key = key * max(size, 1) + column
         span *= max(size, 1)
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    return first, inverse.reshape(-1)
+    inverse, groups = _dense(key, span)
+    return inverse, groups
+
+
+def _dense(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
+    """``key`` (values in ``[0, span)``) renumbered densely in the same order, and how many
+    distinct values it has: by counting where the span is small, else by sorting."""
+    if span <= max(4 * len(key), 1 << 16):
+        present = np.flatnonzero(np.bincount(key, minlength=span))
+        dense = np.zeros(span, dtype=np.int64)
+        dense[present] = np.arange(len(present), dtype=np.int64)
+        return dense[key], len(present)
+    uniques, inverse = np.unique(key, return_inverse=True)
+    return inverse.reshape(-1), len(uniques)
+
+
+def _gather(table: pa.Table, inverse: np.ndarray, groups: int) -> list[tuple[int, pa.Table]]:
+    """Each group's first row and rows, in row order (``inverse``: each row's group), gathered
+    on a few threads (pyarrow's ``take`` runs without the GIL, on one core each). A few groups
+    are found by a scan each; more, by one sort (of small integers: numpy's radix sort)."""
+    if groups == 1:
+        return [(0, table)]
+    if groups <= _SCANNED_GROUPS:
+
+        def rows_of(g: int) -> np.ndarray:
+            return np.flatnonzero(inverse == g)
+
+    else:
+        small = np.uint16 if groups <= np.iinfo(np.uint16).max else np.int64
+        order = np.argsort(inverse.astype(small, copy=False), kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=groups))])
+
+        def rows_of(g: int) -> np.ndarray:
+            return order[bounds[g] : bounds[g + 1]]
+
+    def take(g: int) -> tuple[int, pa.Table]:
+        rows = rows_of(g)
+        return int(rows[0]), table.take(pa.array(rows))
+
+    if table.num_rows < _THREADED_ROWS:
+        return [take(g) for g in range(groups)]
+    with ThreadPoolExecutor(_THREADS, thread_name_prefix="deltalog-split") as pool:
+        return list(pool.map(take, range(groups)))
+
+
+_SCANNED_GROUPS = 32  # up to this many groups, a scan of the group ids each beats a sort
+# Fewer rows gather, and fewer bytes write, faster than threads start.
+_THREADED_ROWS = 1 << 16
+_THREADED_BYTES = 4 << 20
+_THREADS = min(4, os.cpu_count() or 1)
 
 
 # -- Arrow: input rows to the table's logical types, logical to physical ----------------------
@@ -563,31 +629,6 @@ def _conform(values: Any, t: DataType, path: tuple[str, ...]) -> Any:
         raise errors.invalid_argument(
             f"column {'.'.join(path)} of type {values.type} does not cast to {target}: {e}"
         ) from None
-
-
-def physical_schema(fields: Iterable[StructField], mode: str) -> pa.Schema:
-    """The parquet schema of the data files: physical names and ``PARQUET:field_id``s under
-    column mapping (nested fields too); every column optional, as Spark writes them."""
-    return pa.schema([_physical_field(f, mode) for f in fields])
-
-
-def _physical_field(f: StructField, mode: str) -> pa.Field:
-    metadata = None
-    if mode != "none" and "delta.columnMapping.id" in f.metadata:
-        metadata = {b"PARQUET:field_id": str(f.metadata["delta.columnMapping.id"]).encode()}
-    name = f.physical_name if mode != "none" else f.name
-    return pa.field(name, _physical_type(f.type, mode), True, metadata)
-
-
-def _physical_type(t: DataType, mode: str) -> pa.DataType:
-    if isinstance(t, StructType):
-        return pa.struct([_physical_field(f, mode) for f in t.fields])
-    if isinstance(t, ArrayType):
-        return pa.list_(pa.field("element", _physical_type(t.element_type, mode), True))
-    if isinstance(t, MapType):
-        value = pa.field("value", _physical_type(t.value_type, mode), True)
-        return pa.map_(_physical_type(t.key_type, mode), value)
-    return to_arrow(t)
 
 
 def to_physical(logical: pa.Table, schema: pa.Schema) -> pa.Table:

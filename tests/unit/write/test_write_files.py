@@ -587,6 +587,37 @@ def test_rolling_by_target_size(tmp_path: Path) -> None:
     assert_readers_agree(tmp_path, expected_rows(rows, schema), duckdb=False)
 
 
+@pytest.mark.parametrize("parts", [40, 12], ids=["sorted", "scanned"])
+def test_many_partitions_split_and_written_on_threads(tmp_path: Path, parts: int) -> None:
+    # Enough rows that partitions are gathered, flushed under memory pressure and finished on
+    # threads, with files rolling over inside each partition: every row lands once, in its
+    # partition, each partition's files numbered in order.
+    schema = schema_of(("id", LONG), ("s", STRING), ("p", INT), ("q", STRING))
+    n = 120_000
+    rows = [{"id": i, "s": f"{i:012d}", "p": i % parts, "q": "ab"[i % 2]} for i in range(n)]
+    table = pa.Table.from_pylist(rows, schema=schema.to_arrow())
+    layout = WriteLayout(str(tmp_path), schema, ("p", "q"), "none", {}, target_file_size=15_000)
+    writer = DataFileWriter(LocalLogStore(), layout, buffer_bytes=1 << 20)
+    adds = writer.write(table.to_batches(max_chunksize=70_000))
+    commit(tmp_path, schema, ["p", "q"], adds)
+    counts: dict[tuple[str | None, ...], int] = {}
+    numbers: dict[tuple[str | None, ...], list[int]] = {}
+    for add in adds:
+        key = (add.partition_values["p"], add.partition_values["q"])
+        counts[key] = counts.get(key, 0) + stats_of(add)["numRecords"]
+        number = re.search(r"\.c(\d{3})\.", add.path)
+        assert number is not None
+        numbers.setdefault(key, []).append(int(number.group(1)))
+    expected: dict[tuple[str | None, ...], int] = {}
+    for r in rows:
+        key = (str(r["p"]), r["q"])
+        expected[key] = expected.get(key, 0) + 1
+    assert counts == expected
+    assert all(found == sorted(found) for found in numbers.values())
+    assert max(len(found) for found in numbers.values()) > 1  # files rolled over
+    assert_readers_agree(tmp_path, expected_rows(rows, schema, ["p", "q"]), duckdb=False)
+
+
 # -- the writer's contract -----------------------------------------------------------------------
 
 

@@ -29,12 +29,12 @@ from deltalog.commands.ddl.protocol_change import unset_table_properties
 from deltalog.commands.optimize import commit as opt_commit
 from deltalog.commands.optimize import plan as opt
 from deltalog.commands.optimize.arrow import write_bins
+from deltalog.data_files import physical_schema
 from deltalog.delta_log import DeltaLog
 from deltalog.log.snapshot import Snapshot
 from deltalog.paths import resolve
 from deltalog.schema import StructType, schema_from_arrow, simple_string
 from deltalog.txn import operations
-from deltalog.write.file_writer import physical_schema
 
 TYPE_CHANGES_KEY = "delta.typeChanges"
 ENABLE_KEY = "delta.enableTypeWidening"
