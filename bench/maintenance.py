@@ -17,7 +17,8 @@ Then VACUUM and CONVERT TO DELTA of many-partition tables, driver and Spark path
 (``bench/maintenance_spread.py``), and the checkpoint of a 1M-file log against deltalake's
 ``create_checkpoint`` (``bench/checkpoint.py``, fresh processes alternating).
 
-``--quick``: 200 files, one run each, and a 100k-file checkpoint. Run by hand:
+``--quick``: 200 files, one run each, and a 100k-file checkpoint; ``--only-optimize``: the
+OPTIMIZE figures alone. Run by hand:
 ``./dev bench maintenance``.
 """
 
@@ -95,6 +96,7 @@ def deltalake_compaction(path: str) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only-optimize", action="store_true", help="OPTIMIZE alone")
     args = parser.parse_args()
     files, repeat = (200, 1) if args.quick else (2000, 5)
     import deltalake
@@ -121,6 +123,8 @@ def main() -> None:
     for name, m in times.items():
         print(f"{name:<16} {m:>8.2f} {left[name]:>11} {m / times['deltalake']:>6.2f}", flush=True)
     shutil.rmtree(WORK / "run", ignore_errors=True)
+    if args.only_optimize:
+        return
     from maintenance_spread import run_all  # bench/ is on sys.path when run as a script
 
     run_all(spark, quick=args.quick, runs=repeat)

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from deltalog.log.snapshot import Snapshot
 
 _FIELD_ID = b"PARQUET:field_id"
-_FRAGMENT = "__fragment_index"  # pyarrow's column: the index of the row's file in a dataset
+# pyarrow's columns: the index of the row's file in a dataset, of its batch in the file.
+_FRAGMENT, _BATCH = "__fragment_index", "__batch_index"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -141,17 +142,33 @@ def read_parquet_files(
 
     if not paths or any(is_remote(p) for p in paths):
         return None
-    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
+    fmt = ds.ParquetFileFormat(
+        read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"),
+        # Small local files: one read each is all pre-buffering would save (measured slower).
+        default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False),
+    )
     try:
         dataset = ds.dataset(list(paths), schema=physical, format=fmt)
-        data = dataset.to_table(columns=[*physical.names, _FRAGMENT], use_threads=threads)
+        columns = [*physical.names, _FRAGMENT, _BATCH]
+        data = dataset.to_table(columns=columns, use_threads=threads)
     except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None  # the file-by-file reader raises the typed error, or casts as it can
-    files = data[_FRAGMENT].to_numpy().astype(np.int64, copy=False)
-    if len(files) and np.any(np.diff(files) < 0):  # pyarrow orders rows by file: check it
-        order = np.argsort(files, kind="stable")
+    files, batches = _chunk_origins(data)
+    # pyarrow returns a file's batches in order, files in order: checked, as rows' positions
+    # in their files (deletion vectors) rest on it.
+    if len(files) and np.any(np.diff(files * (int(batches.max()) + 1) + batches) < 0):
+        order = np.lexsort((batches, files))  # stable: a batch's rows keep their order
         data, files = data.take(pa.array(order)), files[order]
-    return data.drop_columns([_FRAGMENT]), files
+    return data.drop_columns([_FRAGMENT, _BATCH]), files
+
+
+def _chunk_origins(data: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's file and batch index (columns of many chunks: combined first, as a chunked
+    ``to_numpy`` is several times slower)."""
+    return tuple(
+        data[name].combine_chunks().to_numpy().astype(np.int64, copy=False)
+        for name in (_FRAGMENT, _BATCH)
+    )
 
 
 def row_positions(file_of_row: np.ndarray) -> np.ndarray:

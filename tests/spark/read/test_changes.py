@@ -64,8 +64,9 @@ def test_shared_tables_both_entry_points(
     commit_times_from_commit_info(root)
     for start, end in RANGES[rel]:
         expected = normalize(oracle_changes(str(root), start, end))
-        with caplog.at_level("INFO", "deltalog.spark.engine"), session_confs(
-            spark, {ENGINE: engine}
+        with (
+            caplog.at_level("INFO", "deltalog.spark.engine"),
+            session_confs(spark, {ENGINE: engine}),
         ):
             jvm = read_changes(spark, str(root), starting_version=start, ending_version=end)
         chosen = "local engine" if engine == "auto" else "Spark engine"

@@ -7,8 +7,9 @@ dropped, partition values added) and written back with the table's
 other write:
 
 * compaction: one file per bin, the files streamed through one writer (never all in memory),
-  read a few at a time ahead on threads (pyarrow reads without the GIL; a bin of small files
-  costs its file opens, not its bytes);
+  read by pyarrow scans of up to 8 MiB of files each, the next one read while the last one's
+  rows are written in row groups of 32 MiB (one scan opens and decodes many small files on
+  pyarrow's threads, without the GIL: a bin of small files costs its file opens, not its bytes);
 * Z-order: a partition's rows are read together, ordered by their Z-value
   (:func:`deltalog.commands.optimize.zorder.z_order_keys`, the curve the Spark engine uses
   too), and cut into ``max(1, size // max_file_size)`` files of equal row counts, as the
@@ -33,7 +34,15 @@ from deltalog.actions import AddFile, DeletionVectorDescriptor
 from deltalog.commands.optimize.commit import commit_bins, optimize_metrics
 from deltalog.commands.optimize.plan import GIB, Bin, OptimizePlan, OptimizeSettings, plan_optimize
 from deltalog.commands.optimize.zorder import z_order_keys
-from deltalog.data_files import read_parquet, to_logical
+from deltalog.data_files import (
+    TableLayout,
+    physical_schema,
+    read_parquet,
+    read_parquet_files,
+    row_positions,
+    to_logical,
+    to_logical_files,
+)
 from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.delta_log import DeltaLog
 from deltalog.features import check_write_supported
@@ -120,25 +129,17 @@ def write_bins(plan: OptimizePlan, store: LogStore) -> list[AddFile]:
 def _write_compacted(
     snapshot: Snapshot, b: Bin, layout: WriteLayout, store: LogStore
 ) -> list[AddFile]:
-    with DataFileWriter(store, layout) as writer:
-        pending: list[pa.Table] = []  # small files' rows, added together (one add per file
-        held = 0  # costs more than the file's read)
-        for rows in _read_ahead(lambda r: read_live_rows(snapshot, store, r), b.files.to_pylist()):
-            if pending and (held >= _ADD_ROWS or rows.schema != pending[0].schema):
-                writer.add(pa.concat_tables(pending))
-                pending, held = [], 0
-            pending.append(rows)
-            held += rows.num_rows
-        if pending:
-            writer.add(pa.concat_tables(pending))
+    # Row groups of _ROW_GROUP_BYTES: written as the next files are read, not all at the end.
+    with DataFileWriter(store, layout, buffer_bytes=_ROW_GROUP_BYTES) as writer:
+        for rows in _read_bin(snapshot, store, b.files.to_pylist()):
+            writer.add(rows)
         return writer.finish()
 
 
 def _write_z_ordered(
     plan: OptimizePlan, b: Bin, layout: WriteLayout, store: LogStore
 ) -> list[AddFile]:
-    read = _read_ahead(lambda r: read_live_rows(plan.snapshot, store, r), b.files.to_pylist())
-    rows = pa.concat_tables(list(read))
+    rows = pa.concat_tables(list(_read_bin(plan.snapshot, store, b.files.to_pylist())))
     if rows.num_rows == 0:
         return []
     z = z_order_keys(rows, plan.z_order_by).to_numpy()
@@ -153,7 +154,85 @@ def _write_z_ordered(
 
 
 _READ_THREADS = min(8, os.cpu_count() or 1)
-_ADD_ROWS = 1 << 17  # rows of small files gathered before they go to the writer
+_SCAN_BYTES = 8 << 20  # files read by one scan: at most this many bytes of them
+_ROW_GROUP_BYTES = 32 << 20
+
+
+def _read_bin(
+    snapshot: Snapshot, store: LogStore, files: Sequence[Mapping[str, Any]]
+) -> Iterator[pa.Table]:
+    """The live rows of ``files``, in order, a scan of up to :data:`_SCAN_BYTES` of them at a
+    time (one pyarrow scan decodes many small files on its threads: their opens, not their
+    bytes, are a small file's cost), the next scan read while the last one's rows are written;
+    files one scan cannot read are read one by one."""
+    chunks: list[list[Mapping[str, Any]]] = [[]]
+    held = 0
+    for row in files:
+        if chunks[-1] and held + (row.get("size") or 0) > _SCAN_BYTES:
+            chunks.append([])
+            held = 0
+        chunks[-1].append(row)
+        held += row.get("size") or 0
+    with ThreadPoolExecutor(1, thread_name_prefix="deltalog-optimize") as pool:
+        ahead = pool.submit(read_live_files, snapshot, store, chunks[0])
+        for chunk in chunks[1:]:
+            rows = ahead.result()
+            ahead = pool.submit(read_live_files, snapshot, store, chunk)
+            yield rows
+        yield ahead.result()
+
+
+def read_live_files(
+    snapshot: Snapshot, store: LogStore, files: Sequence[Mapping[str, Any]]
+) -> pa.Table:
+    """The live rows of ``files`` (log ``add`` rows), in order: deletion vectors applied,
+    partition values added; one pyarrow scan where it can read them all."""
+    layout = TableLayout.of(snapshot)
+    lowered = {c.lower() for c in layout.partition_columns}
+    fields = [f for f in layout.schema.fields if f.name.lower() not in lowered]
+    read = None
+    if layout.column_mapping_mode != "id":  # one scan finds columns by name only
+        paths = [_resolve(snapshot, r["path"]) for r in files]
+        read = read_parquet_files(paths, physical_schema(fields, layout.column_mapping_mode))
+    if read is None:
+        parts = list(_read_ahead(lambda r: read_live_rows(snapshot, store, r), files))
+        return pa.concat_tables(parts) if parts else snapshot.schema.to_arrow().empty_table()
+    data, file_of_row = read
+    keep = _live(snapshot, store, files, file_of_row)
+    if keep is not None:
+        data, file_of_row = data.filter(pa.array(keep)), file_of_row[keep]
+    values = [dict(r.get("partitionValues") or []) for r in files]
+    return to_logical_files(
+        data,
+        layout.schema,
+        layout.partition_columns,
+        layout.column_mapping_mode,
+        values,
+        file_of_row,
+    )
+
+
+def _live(
+    snapshot: Snapshot,
+    store: LogStore,
+    files: Sequence[Mapping[str, Any]],
+    file_of_row: np.ndarray,
+) -> np.ndarray | None:
+    """Which rows of a scan (rows grouped by file, in order) no deletion vector deletes
+    (``None``: all of them)."""
+    vectors = [(i, r["deletionVector"]) for i, r in enumerate(files) if r.get("deletionVector")]
+    if not vectors:
+        return None
+    keep = np.ones(len(file_of_row), dtype=bool)
+    positions = row_positions(file_of_row)
+    starts = np.searchsorted(file_of_row, np.arange(len(files) + 1))
+    for i, dv in vectors:
+        deleted = read_deletion_vector(
+            store, snapshot.table_root, DeletionVectorDescriptor.from_dict(dv)
+        )
+        lo, hi = starts[i], starts[i + 1]
+        keep[lo:hi] = ~np.isin(positions[lo:hi], deleted)
+    return keep
 
 
 def _read_ahead(
