@@ -136,8 +136,17 @@ class WritePlan:
     new_table: bool
 
 
-def prepare_write(log: DeltaLog, data_schema: StructType, options: WriteOptions) -> WritePlan:
-    """Open the transaction and decide the table's metadata for this write.
+def prepare_write(
+    log: DeltaLog,
+    data_schema: StructType,
+    options: WriteOptions,
+    *,
+    read_version: int | None = None,
+) -> WritePlan:
+    """Open the transaction (on the latest snapshot, or on ``read_version``'s: see
+    :meth:`DeltaLog.start_transaction`) and decide the table's metadata for this write. The
+    decisions depend only on the snapshot, ``data_schema`` and ``options``, so a write prepared
+    twice on one snapshot gets the same layout.
 
     Raises:
         DeltaWriteError: the table exists and the mode is ``errorifexists``; the schema or the
@@ -146,7 +155,7 @@ def prepare_write(log: DeltaLog, data_schema: StructType, options: WriteOptions)
         UnsupportedFeatureError: the table needs a writer feature deltalog does not support.
     """
     _check_options(log.table_root, options)
-    txn = log.start_transaction(user_metadata=options.user_metadata)
+    txn = log.start_transaction(user_metadata=options.user_metadata, read_version=read_version)
     snapshot = txn.snapshot
     mode = options.normalized_mode
     if snapshot is not None:
