@@ -105,7 +105,7 @@ class DeltaStreamSink:
             InvalidArgumentError: neither source of the id is available.
         """
         if self.checkpoint is not None:
-            found = _id_from_checkpoint(self.checkpoint)
+            found = id_from_checkpoint(self.checkpoint)
             if found is not None:
                 return found
         try:
@@ -157,7 +157,7 @@ def write_batch(sink: DeltaStreamSink, df: Any, batch_id: int) -> int | None:
     return version
 
 
-def _id_from_checkpoint(checkpoint: str) -> str | None:
+def id_from_checkpoint(checkpoint: str) -> str | None:
     """The ``id`` in ``<checkpoint>/metadata`` (written by Spark when the query first starts)."""
     parsed = urlparse(checkpoint)
     local = unquote(parsed.path) if parsed.scheme == "file" else checkpoint
