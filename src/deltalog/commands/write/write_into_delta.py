@@ -251,7 +251,7 @@ def commit_write(
     if replaced_rows is not None:
         removes = [*removes, *(a for a in replaced_rows if isinstance(a, RemoveFile))]
         rewritten = [a for a in replaced_rows if not isinstance(a, RemoveFile)]
-    elif plan.replace_predicate is not None and not _partition_only(plan):
+    elif plan.replace_predicate is not None and not replaces_partitions_only(plan):
         rewritten_removes, rewritten_adds, rewrite_metrics = rewrite_without(
             txn, plan.replace_predicate, plan.layout, txn.log.store
         )
@@ -368,9 +368,11 @@ def _metadata_for_write(
             "with mode('overwrite').option('overwriteSchema', 'true').",
         )
     table_schema = snapshot.schema
+    # New columns join as nullable, as the reference's (its data schema is ``asNullable``):
+    # the table's files before this write hold no values for them.
     merged = merge_schema(
         table_schema,
-        data_schema,
+        as_nullable(data_schema),
         merge=options.merge_schema,
         table_root=table,
         overwrite_hint=mode == "overwrite",
@@ -515,7 +517,7 @@ def _replaced_files(plan: WritePlan, adds: Sequence[AddFile]) -> list[RemoveFile
     if plan.replace_predicate is not None:
         # Only the files whose partition values match: data-column conditions are handled by
         # the caller's rewrite (which passes its own removes).
-        if not _partition_only(plan):
+        if not replaces_partitions_only(plan):
             return []
         # Skipping keeps every file that *may* match (the read set); a removal needs the
         # exact answer, per file, from the engine's evaluation of the condition.
@@ -530,8 +532,9 @@ def _replaced_files(plan: WritePlan, adds: Sequence[AddFile]) -> list[RemoveFile
     return [remove_action(r, now) for r in files.to_pylist()]
 
 
-def _partition_only(plan: WritePlan) -> bool:
-    """Whether the ``replaceWhere`` names partition columns only."""
+def replaces_partitions_only(plan: WritePlan) -> bool:
+    """Whether the ``replaceWhere`` names partition columns only (it removes whole files;
+    otherwise the matching rows are rewritten away)."""
     predicate = plan.replace_predicate
     if predicate is None or isinstance(predicate, Opaque):
         return False

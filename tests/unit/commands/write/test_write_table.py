@@ -364,3 +364,20 @@ def test_a_write_prepared_on_an_older_version_is_judged_against_later_commits(
         DeltaLog.for_table(str(tmp_path / "new")), schema, WriteOptions(), read_version=-1
     )
     assert new.txn.snapshot is None and new.new_table
+
+
+def test_a_merged_column_is_nullable_whatever_the_data_says(tmp_path: Path) -> None:
+    # The files written before the merge hold no values for the new column: a non-nullable
+    # field would make readers refuse them (delta-rs: "Non-nullable column ... is missing").
+    root = tmp_path / "t"
+    a = _rows(range(2))
+    write_table(str(root), a)
+    field = pa.field("extra", pa.int64(), nullable=False)
+    wider = a.append_column(field, pa.array([7, 8], pa.int64()))
+    write_table(str(root), wider, mode="append", schema_mode="merge")
+    extra = json.loads(deltalake.DeltaTable(str(root)).schema().to_json())["fields"][-1]
+    assert (extra["name"], extra["nullable"]) == ("extra", True)
+    first = [dict(r, extra=None) for r in a.to_pylist()]
+    rows = first + wider.to_pylist()
+    nullable = wider.schema.set(3, pa.field("extra", pa.int64()))
+    assert _both(root) == (canonical(pa.Table.from_pylist(rows, schema=nullable)),) * 2
