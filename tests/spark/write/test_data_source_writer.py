@@ -94,6 +94,8 @@ def test_append_overwrite_and_options(spark: Any, source: str, tmp_path: Path) -
         for a in _commit(root, 1)
         if "txn" in a
     ]
+    with pytest.raises(Exception, match=r"DELTA_SOURCE_UNSUPPORTED_OPTION.*replaceWhere"):
+        write(c, "overwrite", replaceWhere="id > 3")  # a rewrite of rows, not partitions
     with pytest.raises(Exception, match=r"DELTA_ILLEGAL_OPTION.*txnVersion"):
         write(d, "append", txnAppId="app", txnVersion="two")
     write(d, "overwrite")  # an overwrite with no rows empties the table

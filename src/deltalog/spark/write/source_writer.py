@@ -15,11 +15,15 @@ Three steps, each in a Python process of its own, which share only what is pickl
    partition values, column mapping) and returns their ``add`` actions in a
    :class:`DeltaCommitMessage`. A failed task deletes what it wrote.
 3. The driver's commit worker (:func:`commit_source_write`) prepares the write again *on the
-   version step 1 read*, so the layout is the one the files were written with and the
-   conflict checker judges what was committed since, and commits once; on failure, and on
-   ``abort``, the files the tasks wrote are deleted, so nothing of the write remains.
+   version step 1 read*, with step 1's new metadata (the files were written for its physical
+   column names), so the conflict checker judges what was committed since, and commits once;
+   on failure, and on ``abort``, the files the tasks wrote are deleted, so nothing of the
+   write remains.
 
-What the Python Data Source API cannot express is refused by Spark before this code runs:
+A ``replaceWhere`` on data columns is refused (``DELTA_SOURCE_UNSUPPORTED_OPTION``): its
+rewrite of the matching files would run in the commit, on the driver, with no Spark to spread
+it; one on partition columns removes whole files and works. What the Python Data Source API
+cannot express is refused by Spark before this code runs:
 the ``errorifexists`` and ``ignore`` modes (``UNSUPPORTED_DATA_SOURCE_SAVE_MODE``) and
 ``partitionBy`` (a new table's partition columns are the ``partitionBy`` option here, comma
 separated). Session confs do not reach the planning worker, so delta-spark's confs
@@ -38,7 +42,7 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from deltalog import errors
-from deltalog.actions import AddFile, action_from_json
+from deltalog.actions import AddFile, Metadata, action_from_json
 from deltalog.commands.write.constraints import check_rows
 from deltalog.commands.write.identity import IdentityColumn, columns_to_generate, identity_columns
 from deltalog.commands.write.write_into_delta import (
@@ -46,6 +50,7 @@ from deltalog.commands.write.write_into_delta import (
     WritePlan,
     commit_write,
     prepare_write,
+    replaces_partitions_only,
 )
 from deltalog.delta_log import DeltaLog
 from deltalog.paths import resolve
@@ -98,6 +103,9 @@ class SourceWrite:
         replace_where: the condition every written row must meet, or ``None``.
         storage: object-store options (never shown in messages).
         skip: an idempotent write the table already has: the tasks write nothing.
+        metadata: the new metadata the write commits (a new table, an evolved schema), or
+            ``None``; it is the planned one that the commit writes, as the files were written
+            for its physical column names (column mapping draws them at random).
     """
 
     path: str
@@ -109,6 +117,7 @@ class SourceWrite:
     replace_where: str | None
     storage: StorageOptions
     skip: bool
+    metadata: Metadata | None
 
     @property
     def table_root(self) -> str:
@@ -155,6 +164,9 @@ def plan_source_write(
     log = _log_of(path, storage)
     data_schema = parse_schema(data_schema_json)
     plan = prepare_write(log, data_schema, options)
+    rewrites = plan.replace_predicate is not None and not replaces_partitions_only(plan)
+    if rewrites and plan.txn.snapshot is not None:
+        raise _rewrite_refused(log.table_root, str(options.replace_where))
     identity = columns_to_generate(
         identity_columns(plan.layout.schema), list(data_schema.names), log.table_root
     )
@@ -169,6 +181,7 @@ def plan_source_write(
         replace_where=options.replace_where if plan.replace_predicate is not None else None,
         storage=storage,
         skip=plan.skip,
+        metadata=plan.txn.new_metadata,
     )
 
 
@@ -281,10 +294,10 @@ def _prepare_again(
     write: SourceWrite, messages: Sequence[WriterCommitMessage | None], options: WriteOptions
 ) -> WritePlan:
     """The write prepared on the version its files were planned on (the tasks' version when
-    they report one: a stream plans each micro-batch anew).
+    they report one: a stream plans each micro-batch anew), with the planned metadata.
 
     Raises:
-        InternalError: the layout differs from the one the files were written with.
+        InternalError: the preparation decided differently from the planning one.
     """
     ours = list(_ours(messages))
     read_version = ours[0].read_version if ours else write.read_version
@@ -295,23 +308,29 @@ def _prepare_again(
         options,
         read_version=read_version,
     )
-    if not plan.skip and _layout_key(plan.layout) != _layout_key(write.layout):
+    if plan.skip:
+        return plan
+    if (plan.txn.new_metadata is None) != (write.metadata is None):
         raise errors.InternalError(
-            "DELTA_SOURCE_WRITE_LAYOUT_CHANGED",
-            f"the layout of version {read_version} differs from the one the data files were "
-            "written with.",
+            "DELTA_SOURCE_WRITE_PLAN_CHANGED",
+            f"the write prepared again on version {read_version} changes the metadata "
+            "differently from the data files' planning.",
             table=log.table_root,
         )
+    if write.metadata is not None:
+        plan.txn.update_metadata(write.metadata, amend=True)
+    plan.layout = write.layout
     return plan
 
 
-def _layout_key(layout: WriteLayout) -> tuple[Any, ...]:
-    """What decides the bytes of a data file (a new table's metadata id is not part of it)."""
-    return (
-        layout.schema.to_json(),
-        layout.partition_columns,
-        layout.column_mapping_mode,
-        layout.stats_tight_bounds,
+def _rewrite_refused(table: str, condition: str) -> errors.UnsupportedFeatureError:
+    return errors.UnsupportedFeatureError(
+        "DELTA_SOURCE_UNSUPPORTED_OPTION",
+        f"the option replaceWhere '{condition}' names data columns: the matching rows would be "
+        "rewritten in the data source's commit, on the driver, outside Spark's tasks.",
+        table=table,
+        help="use a replaceWhere on partition columns only, or write through "
+        "deltalog.register(spark), which rewrites the rows in a Spark job.",
     )
 
 
