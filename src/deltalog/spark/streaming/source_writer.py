@@ -15,8 +15,8 @@ carries it to ``commit``, which Spark gives only the batch id. A batch of no tas
 to the checkpoint's ``metadata`` file (the ``checkpointLocation`` option).
 
 Output modes: ``append``, and ``complete`` (Spark asks the source to truncate: each batch
-replaces the table). Spark does not tell a Python sink the ``update`` mode, which the
-reference refuses; it writes as ``append`` here.
+replaces the table). Spark itself refuses ``update`` for a Python sink ("delta does not
+support Update mode"), as the reference's sink does.
 """
 
 from __future__ import annotations
