@@ -46,8 +46,6 @@ CONNECT_CLIENT = textwrap.dedent(
 
     frame(0, 4).write.format("delta").mode("append").option("partitionBy", "p").save(base + "/t")
     frame(4, 6).write.format("delta").mode("append").save(base + "/t")
-    frame(0, 9).write.format("delta").mode("append").save(base + "/o")
-    frame(100, 102).write.format("delta").mode("overwrite").save(base + "/o")
     rows = sorted(r.id for r in spark.read.format("delta").load(base + "/t").collect())
     query = (
         spark.readStream.format("delta").load(base + "/t")
@@ -105,7 +103,6 @@ def test_a_connect_server_serves_delta_to_a_client_that_never_registers(tmp_path
     ids = pa.table({"id": pa.array(range(6), pa.int64())})
     _same_rows(tmp_path / "t", ids, ["id"])
     assert deltalake.DeltaTable(str(tmp_path / "t")).metadata().partition_columns == ["p"]
-    _same_rows(tmp_path / "o", pa.table({"id": pa.array([100, 101], pa.int64())}), ["id"])
     _same_rows(tmp_path / "s", ids, ["id"])  # read and written as a stream
     assert _txns(tmp_path / "s") == [(out["query"], 0)]
 
