@@ -168,3 +168,40 @@ def test_a_replayed_micro_batch_is_written_once(spark: Any, source: str, tmp_pat
     # The replay's files were deleted: every data file is the table's.
     live = {Path(u).name for u in deltalake.DeltaTable(str(root)).file_uris()}
     assert {Path(f).name for f in _parquet_files(root)} == live
+
+
+def test_column_mapping_schema_evolution_and_identity(
+    spark: Any, source: str, tmp_path: Path
+) -> None:
+    from deltalog.tables import DeltaTable, IdentityGenerator
+
+    mapped = tmp_path / "mapped"
+    first = spark.range(4).selectExpr("id", "named_struct('a', id, 'b', 'x') as s")
+    options = {"delta.columnMapping.mode": "name"}
+    first.repartition(2).write.format(source).mode("append").options(**options).save(str(mapped))
+    wider = spark.range(4, 6).selectExpr(
+        "id", "named_struct('a', id, 'b', 'y') as s", "id * 2 as e"
+    )
+    wider.write.format(source).mode("append").option("mergeSchema", "true").save(str(mapped))
+    s = pa.struct([("a", pa.int64()), ("b", pa.string())])
+    want = pa.table(
+        {
+            "id": pa.array(range(6), pa.int64()),
+            "s": pa.array([{"a": i, "b": "x" if i < 4 else "y"} for i in range(6)], s),
+            "e": pa.array([None] * 4 + [8, 10], pa.int64()),
+        }
+    )
+    _assert_rows(mapped, canonical(want))
+    # Identity values the tasks generate: unique across tasks and writes, the high-water mark
+    # recorded in the same commit.
+    ident = tmp_path / "ident"
+    builder = DeltaTable.create(spark).location(str(ident))
+    builder = builder.addColumn("id", "BIGINT", generatedAlwaysAs=IdentityGenerator(start=1))
+    builder.addColumn("v", "STRING").execute()
+    for n in (5, 3):
+        rows = spark.range(n).selectExpr("cast(id as string) as v").repartition(2)
+        rows.write.format(source).mode("append").save(str(ident))
+    ids = oracle_rows(str(ident)).column("id").to_pylist()
+    assert len(ids) == 8 and len(set(ids)) == 8 and min(ids) >= 1
+    fields = json.loads(deltalake.DeltaTable(str(ident)).schema().to_json())["fields"]
+    assert fields[0]["metadata"]["delta.identity.highWaterMark"] == max(ids)
