@@ -77,16 +77,33 @@ class DeltaLog(SnapshotManagement):
     # -- transactions and checkpoints -------------------------------------------------------
 
     def start_transaction(
-        self, *, isolation_level: str | None = None, user_metadata: str | None = None
+        self,
+        *,
+        isolation_level: str | None = None,
+        user_metadata: str | None = None,
+        read_version: int | None = None,
     ) -> Transaction:
         """A transaction on the latest snapshot (on no snapshot when the path holds no table
-        yet: its first commit creates the table)."""
+        yet: its first commit creates the table), or on the snapshot of ``read_version`` (``-1``:
+        on no snapshot, as when the table did not exist), so that a write planned in one process
+        commits from another against what it read; the conflict checker judges the commits
+        made since.
+
+        Raises:
+            VersionNotFoundError: ``read_version`` is no longer in the table's history.
+        """
         # Imported here: loading a snapshot must not import the commit path (pyarrow.compute,
         # pyarrow.parquet), which only writers need.
         from deltalog.txn.transaction import Transaction
 
+        snapshot: Snapshot | None
+        if read_version is not None:
+            snapshot = None if read_version < 0 else self.get_snapshot_at(read_version)
+            return Transaction(
+                self, snapshot, isolation_level=isolation_level, user_metadata=user_metadata
+            )
         try:
-            snapshot: Snapshot | None = self.update()
+            snapshot = self.update()
         except errors.TableNotFoundError:
             snapshot = None
         return Transaction(

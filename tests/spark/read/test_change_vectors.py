@@ -66,16 +66,17 @@ def test_parquet_reader_selects_rows_in_the_executors(
 def test_python_data_source_tasks_carry_descriptors(spark: Any, vectors: str) -> None:
     if not HAS_DATA_SOURCES:
         pytest.skip("Python data sources need PySpark 4.0+")
-    from deltalog.spark.read.data_source import DeltaDataSource
+    from deltalog.spark.read.data_source import DeltaReadSource
     from deltalog.spark.read.source_tasks import ChangeTask
 
     options = {"path": vectors, "readChangeFeed": "true", "startingVersion": "0"}
-    source = DeltaDataSource(options)
+    source = DeltaReadSource(options)
+    reader = source.reader(None)
     tasks = [t for group in source._tasks for t in group.files]
     assert tasks and all(isinstance(t, ChangeTask) for t in tasks)
     # What Spark pickles to the executors: the plan rows' descriptors, not the rows
     # (their vectors hold over 10,000 rows).
-    assert len(pickle.dumps(source.reader(None))) < 16 * 1024
+    assert len(pickle.dumps(reader)) < 16 * 1024
     name = deltalog.register(spark)
     for start, end in ((0, 3), (4, 4)):
         reader = spark.read.format(name).option("readChangeFeed", "true")

@@ -18,12 +18,21 @@ from deltalog.schema import StructType
 
 if TYPE_CHECKING:
     from deltalog.commands.write.write_into_delta import WritePlan
+    from deltalog.write.file_writer import WriteLayout
 
 GENERATION_KEY = "delta.generationExpression"
 
 
 def check_batch(plan: WritePlan, batch: pa.RecordBatch) -> None:
-    """Raise the reference's error for the first rule a row of ``batch`` breaks.
+    """Raise the reference's error for the first rule a row of ``batch`` breaks (see
+    :func:`check_rows`)."""
+    replace_where = plan.options.replace_where if plan.replace_predicate is not None else None
+    check_rows(plan.layout, batch, replace_where)
+
+
+def check_rows(layout: WriteLayout, batch: pa.RecordBatch, replace_where: str | None) -> None:
+    """Raise the reference's error for the first rule a row of ``batch``, to be written with
+    ``layout``, breaks; ``replace_where`` is the condition of an overwrite every row must meet.
 
     Raises:
         DeltaWriteError: DELTA_NOT_NULL_CONSTRAINT_VIOLATED, DELTA_VIOLATE_CONSTRAINT_WITH_VALUES
@@ -31,12 +40,12 @@ def check_batch(plan: WritePlan, batch: pa.RecordBatch) -> None:
         UnsupportedFeatureError: the table has generated columns, or a constraint
             outside what the Python writer evaluates (write through Spark instead).
     """
-    table = plan.layout.table_root
+    table = layout.table_root
     rows = pa.Table.from_batches([batch])
-    schema = plan.layout.schema
+    schema = layout.schema
     _check_computed_columns(schema, table)
     _check_not_null(schema, rows, table)
-    for name, expr in constraints(plan.layout.configuration).items():
+    for name, expr in constraints(layout.configuration).items():
         mask = evaluate(_parse(expr), rows, table=table)
         _fail_on_false(
             mask,
@@ -45,18 +54,15 @@ def check_batch(plan: WritePlan, batch: pa.RecordBatch) -> None:
             "DELTA_VIOLATE_CONSTRAINT_WITH_VALUES",
             f"CHECK constraint {name} {expr} violated by row with values:",
         )
-    if plan.replace_predicate is not None and plan.options.replace_where is not None:
-        predicate = plan.replace_predicate
-        if isinstance(predicate, Opaque):
-            predicate = _parse(plan.options.replace_where)
-        mask = evaluate(predicate, rows, table=table)
+    if replace_where is not None:
+        mask = evaluate(_parse(replace_where), rows, table=table)
         _fail_on_false(
             mask,
             rows,
             table,
             "DELTA_REPLACE_WHERE_MISMATCH",
             "Written data does not conform to partial table overwrite condition or constraint "
-            f"'{plan.options.replace_where}'. Row:",
+            f"'{replace_where}'. Row:",
         )
 
 

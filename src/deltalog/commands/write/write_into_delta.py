@@ -136,8 +136,17 @@ class WritePlan:
     new_table: bool
 
 
-def prepare_write(log: DeltaLog, data_schema: StructType, options: WriteOptions) -> WritePlan:
-    """Open the transaction and decide the table's metadata for this write.
+def prepare_write(
+    log: DeltaLog,
+    data_schema: StructType,
+    options: WriteOptions,
+    *,
+    read_version: int | None = None,
+) -> WritePlan:
+    """Open the transaction (on the latest snapshot, or on ``read_version``'s: see
+    :meth:`DeltaLog.start_transaction`) and decide the table's metadata for this write. The
+    decisions depend only on the snapshot, ``data_schema`` and ``options``, so a write prepared
+    twice on one snapshot gets the same layout.
 
     Raises:
         DeltaWriteError: the table exists and the mode is ``errorifexists``; the schema or the
@@ -146,7 +155,7 @@ def prepare_write(log: DeltaLog, data_schema: StructType, options: WriteOptions)
         UnsupportedFeatureError: the table needs a writer feature deltalog does not support.
     """
     _check_options(log.table_root, options)
-    txn = log.start_transaction(user_metadata=options.user_metadata)
+    txn = log.start_transaction(user_metadata=options.user_metadata, read_version=read_version)
     snapshot = txn.snapshot
     mode = options.normalized_mode
     if snapshot is not None:
@@ -242,7 +251,7 @@ def commit_write(
     if replaced_rows is not None:
         removes = [*removes, *(a for a in replaced_rows if isinstance(a, RemoveFile))]
         rewritten = [a for a in replaced_rows if not isinstance(a, RemoveFile)]
-    elif plan.replace_predicate is not None and not _partition_only(plan):
+    elif plan.replace_predicate is not None and not replaces_partitions_only(plan):
         rewritten_removes, rewritten_adds, rewrite_metrics = rewrite_without(
             txn, plan.replace_predicate, plan.layout, txn.log.store
         )
@@ -359,9 +368,11 @@ def _metadata_for_write(
             "with mode('overwrite').option('overwriteSchema', 'true').",
         )
     table_schema = snapshot.schema
+    # New columns join as nullable, as the reference's (its data schema is ``asNullable``):
+    # the table's files before this write hold no values for them.
     merged = merge_schema(
         table_schema,
-        data_schema,
+        as_nullable(data_schema),
         merge=options.merge_schema,
         table_root=table,
         overwrite_hint=mode == "overwrite",
@@ -506,7 +517,7 @@ def _replaced_files(plan: WritePlan, adds: Sequence[AddFile]) -> list[RemoveFile
     if plan.replace_predicate is not None:
         # Only the files whose partition values match: data-column conditions are handled by
         # the caller's rewrite (which passes its own removes).
-        if not _partition_only(plan):
+        if not replaces_partitions_only(plan):
             return []
         # Skipping keeps every file that *may* match (the read set); a removal needs the
         # exact answer, per file, from the engine's evaluation of the condition.
@@ -521,8 +532,9 @@ def _replaced_files(plan: WritePlan, adds: Sequence[AddFile]) -> list[RemoveFile
     return [remove_action(r, now) for r in files.to_pylist()]
 
 
-def _partition_only(plan: WritePlan) -> bool:
-    """Whether the ``replaceWhere`` names partition columns only."""
+def replaces_partitions_only(plan: WritePlan) -> bool:
+    """Whether the ``replaceWhere`` names partition columns only (it removes whole files;
+    otherwise the matching rows are rewritten away)."""
     predicate = plan.replace_predicate
     if predicate is None or isinstance(predicate, Opaque):
         return False

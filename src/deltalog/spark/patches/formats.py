@@ -2,7 +2,9 @@
 source), and its registration: the data source and the ``format(...)`` bridges.
 
 ``"delta"``, unless the session already resolves ``format("delta")`` to delta-spark's JVM
-source, which then keeps it: deltalog's source is registered as ``"deltalog"`` only.
+source, which then keeps it: deltalog's source is registered as ``"deltalog"`` only. The source
+(:mod:`deltalog.spark.source`) reads and writes; the bridges route PySpark's own reader and
+writer classes around it for what its API cannot express.
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from deltalog.spark.patches.dataframe_io import install
-from deltalog.spark.read.data_source import DeltaDataSource, DeltalogDataSource
 from deltalog.spark.read.load import load_with_python_source
+from deltalog.spark.source import DeltaDataSource, DeltalogDataSource
 
 
 def register(spark: Any) -> str:

@@ -3,8 +3,8 @@
 ``spark.read.format("delta").load(path)`` gets the plan of ``DeltaTable.toDF()`` (Spark's own
 parquet scan, :mod:`deltalog.spark.read.load`); this source serves what only it can read (paths
 Spark's file source cannot take, a user-specified schema) and
-:func:`deltalog.spark.read.load.load_with_python_source`. It is registered by
-:func:`deltalog.spark.patches.formats.register`.
+:func:`deltalog.spark.read.load.load_with_python_source`. The source Spark
+sees (:class:`deltalog.spark.source.DeltaDataSource`) adds the writers to this read side.
 
 The driver resolves the snapshot (``versionAsOf`` / ``timestampAsOf``, delta-spark's option names,
 case-insensitive) and plans one task per data file: its path, typed partition values and deletion
@@ -51,8 +51,14 @@ from deltalog.streaming.options import SourceOptions, StreamConfig
 _FIELD_ID = b"PARQUET:field_id"
 
 
-class DeltaDataSource(DataSource):
-    """The ``delta`` format, read side."""
+class DeltaReadSource(DataSource):
+    """The ``delta`` format, read side (the whole source, with its writers, is
+    :class:`deltalog.spark.source.DeltaDataSource`).
+
+    Nothing is read when the source is made: Spark makes one for writes too (of a table that
+    may not exist yet). The read is planned on the first :meth:`schema`, :meth:`reader` or
+    :meth:`streamReader`, in the planning worker, and the plan travels with the pickled
+    source."""
 
     @classmethod
     def name(cls) -> str:
@@ -60,11 +66,17 @@ class DeltaDataSource(DataSource):
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
-        opts = read_options(options)
+        self._planned = False
+
+    def _plan(self) -> None:
+        if self._planned:
+            return
+        opts = read_options(self.options)
         # Object-store credentials and endpoints (delta-rs's names): never in error messages.
         self._storage = storage_of(opts)
         self._cdf = False  # a change-feed read
         self._stream: Any = None
+        self._planned = True
         if opts.get(STREAMING_MARKER) == "true":
             self._plan_stream(opts)
             return
@@ -133,6 +145,7 @@ class DeltaDataSource(DataSource):
         )
 
     def streamReader(self, schema: Any) -> Any:
+        self._plan()
         try:
             from deltalog.spark.read.stream_source import DeltaStreamReader
         except ImportError:  # pyspark.sql.streaming.datasource (read limits) arrived in 4.2
@@ -143,14 +156,12 @@ class DeltaDataSource(DataSource):
                 table=self._table_root,
                 help="upgrade PySpark, or read in batches with startingVersion on the change feed.",
             ) from None
-        if self._stream is None:
-            raise errors.invalid_argument(
-                "a streaming read of the delta format needs deltalog's bridge: call "
-                "deltalog.register(spark) before spark.readStream"
-            )
+        if self._stream is None:  # a stream Spark plans itself (no bridge, no marker)
+            self._plan_stream(read_options(self.options))
         return DeltaStreamReader(self._stream)
 
     def schema(self) -> Any:
+        self._plan()
         table_schema = parse_schema(self._schema_json)
         if self._stream is not None and self._stream_cdf:
             return to_spark_schema(cdc_read_schema(table_schema))
@@ -159,6 +170,7 @@ class DeltaDataSource(DataSource):
         return to_spark_schema(read_schema(table_schema))
 
     def reader(self, schema: Any) -> DataSourceReader:
+        self._plan()
         return DeltaReader(
             self._table_root,
             self._schema_json,
@@ -169,9 +181,10 @@ class DeltaDataSource(DataSource):
         )
 
 
-class DeltalogDataSource(DeltaDataSource):
-    """The same source under the name ``deltalog`` (when delta-spark owns ``delta``)."""
+class SeamReadSource(DeltaReadSource):
+    """The read side under a name of its own, for deltalog's reads through the storage seam
+    (:mod:`deltalog.spark.read.seam_scan`), which never replaces a registered source."""
 
     @classmethod
     def name(cls) -> str:
-        return "deltalog"
+        return "deltalog_seam"

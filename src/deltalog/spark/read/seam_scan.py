@@ -1,6 +1,6 @@
 """Scanning data files through deltalog's storage seam in Spark's Python workers: the read side
 of DML, MERGE and OPTIMIZE on an object store the session's JVM cannot reach (no Hadoop
-connector jars), and the loads of the ``deltalog`` Python data source that read a snapshot or a
+connector jars), and the loads of the ``deltalog_seam`` Python data source that read a snapshot or a
 change feed there (:func:`read_through_seam`, :func:`changes_through_seam`).
 
 :func:`seam_dataframe` is the stand-in for :func:`deltalog.spark.read.scan.scan_dataframe`'s JVM
@@ -138,27 +138,27 @@ def read_seam_file(layout: TableLayout, file: SeamFile, row_ids: bool) -> pa.Tab
 
 
 def read_through_seam(spark: SparkSession, table_root: str, version: int) -> Any:
-    """The rows of ``table_root`` at ``version`` read by the ``deltalog`` Python data source,
+    """The rows of ``table_root`` at ``version`` read by the ``deltalog_seam`` Python data source,
     whose workers fetch the files through the storage seam with this bucket's options."""
     return load_through_seam(spark, table_root, {"versionAsOf": str(version)})
 
 
 def changes_through_seam(spark: SparkSession, table_root: str, start: int, end: int) -> Any:
     """The change feed of versions ``start`` to ``end`` (both included) read by the
-    ``deltalog`` Python data source through the storage seam."""
+    ``deltalog_seam`` Python data source through the storage seam."""
     options = {"readChangeFeed": "true", "startingVersion": str(start), "endingVersion": str(end)}
     return load_through_seam(spark, table_root, options)
 
 
 def load_through_seam(spark: SparkSession, table_root: str, options: Mapping[str, str]) -> Any:
-    """A load of the ``deltalog`` Python data source with ``options`` and this bucket's
+    """A load of the ``deltalog_seam`` Python data source with ``options`` and this bucket's
     storage options (its planner runs in a Python worker of its own, which sees only the
     load's options; Spark's plans do not show them)."""
     # PySpark 4.0+ only (Python data sources): imported when a load needs it.
-    from deltalog.spark.read.data_source import DeltalogDataSource
+    from deltalog.spark.read.data_source import SeamReadSource
 
-    spark.dataSource.register(DeltalogDataSource)
-    reader = spark.read.format("deltalog").options(**options)
+    spark.dataSource.register(SeamReadSource)
+    reader = spark.read.format(SeamReadSource.name()).options(**options)
     for key, value in registered(table_root).items:
         reader = reader.option(key, value)
     note_path(table_root, "read", jvm=False)

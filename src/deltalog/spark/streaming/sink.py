@@ -10,9 +10,9 @@ version the table already records for the query is skipped, so a batch Spark rep
 failure (it re-runs the last batch whose end it had not recorded) is never written twice; a
 failure between writing files and committing leaves only unreferenced files.
 
-Why ``foreachBatch`` rather than PySpark's ``DataSourceStreamWriter``: the Python stream
-writer is not told the query's id (its ``commit`` gets only the batch id), so it cannot name a
-transaction that survives restarts, and its rows would cross into Python on every executor; the
+Why ``foreachBatch`` rather than PySpark's ``DataSourceStreamWriter`` (which serves the
+streams Spark plans itself, :mod:`deltalog.spark.streaming.source_writer`): there every row
+crosses into Python on the executors and only the data source's options apply; the
 ``foreachBatch`` path keeps Spark's own parquet writer and every write option of batch writes.
 
 The query id is the one Spark keeps in ``<checkpointLocation>/metadata`` (stable across
@@ -105,7 +105,7 @@ class DeltaStreamSink:
             InvalidArgumentError: neither source of the id is available.
         """
         if self.checkpoint is not None:
-            found = _id_from_checkpoint(self.checkpoint)
+            found = id_from_checkpoint(self.checkpoint)
             if found is not None:
                 return found
         try:
@@ -157,7 +157,7 @@ def write_batch(sink: DeltaStreamSink, df: Any, batch_id: int) -> int | None:
     return version
 
 
-def _id_from_checkpoint(checkpoint: str) -> str | None:
+def id_from_checkpoint(checkpoint: str) -> str | None:
     """The ``id`` in ``<checkpoint>/metadata`` (written by Spark when the query first starts)."""
     parsed = urlparse(checkpoint)
     local = unquote(parsed.path) if parsed.scheme == "file" else checkpoint

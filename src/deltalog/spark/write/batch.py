@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -64,7 +64,26 @@ def parse_writer_options(
     table: str,
 ) -> WriteOptions:
     """delta-spark's writer options (keys case-insensitive) and session confs as
-    :class:`WriteOptions`.
+    :class:`WriteOptions` (see :func:`writer_options`)."""
+    return writer_options(
+        options,
+        mode=mode,
+        partition_by=partition_by,
+        table=table,
+        conf=lambda key, default: conf_get(spark, key, default),
+    )
+
+
+def writer_options(
+    options: Mapping[str, Any],
+    *,
+    mode: str | None,
+    partition_by: Sequence[str] | None,
+    table: str,
+    conf: Callable[[str, str], str] = lambda key, default: default,
+) -> WriteOptions:
+    """delta-spark's writer options (keys case-insensitive) as :class:`WriteOptions`, with the
+    session confs ``conf`` answers (key, default) where an option is absent.
 
     Raises:
         InvalidArgumentError: an option value of the wrong kind (DELTA_ILLEGAL_OPTION), or an
@@ -73,13 +92,13 @@ def parse_writer_options(
     opts = {k.lower(): None if v is None else str(v) for k, v in options.items()}
     configuration = {k: str(v) for k, v in options.items() if k.lower().startswith("delta.")}
     dpo_option = opts.get("partitionoverwritemode")
-    dpo_session = conf_get(spark, "spark.sql.sources.partitionOverwriteMode", "static")
+    dpo_session = conf("spark.sql.sources.partitionOverwriteMode", "static")
     replace_where = opts.get("replacewhere")
     dynamic_value = dpo_option or ("static" if replace_where else dpo_session)
     dynamic = _choice(dynamic_value, ("static", "dynamic"), "partitionOverwriteMode", table)
-    merge_default = conf_get(spark, "spark.databricks.delta.schema.autoMerge.enabled", "false")
+    merge_default = conf("spark.databricks.delta.schema.autoMerge.enabled", "false")
     user_metadata = opts.get("usermetadata") or _none_if_empty(
-        conf_get(spark, "spark.databricks.delta.commitInfo.userMetadata", "")
+        conf("spark.databricks.delta.commitInfo.userMetadata", "")
     )
     return WriteOptions(
         mode=(mode or "errorifexists"),
@@ -92,7 +111,7 @@ def parse_writer_options(
         txn_version=_int(opts.get("txnversion"), "txnVersion", table),
         user_metadata=user_metadata,
         max_records_per_file=_int(opts.get("maxrecordsperfile"), "maxRecordsPerFile", table)
-        or int(conf_get(spark, "spark.sql.files.maxRecordsPerFile", "0")),
+        or int(conf("spark.sql.files.maxRecordsPerFile", "0")),
         data_change=_bool(opts.get("datachange", "true"), "dataChange", table),
         configuration=configuration,
         description=opts.get("comment"),

@@ -332,3 +332,52 @@ def test_replace_where_the_python_evaluator_cannot_decide_is_refused(tmp_path: P
     assert e.value.error_class == "DELTA_UNSUPPORTED_PREDICATE"
     assert DeltaLog.for_table(str(root)).update().version == 0
     assert _both(root) == (canonical(data),) * 2
+
+
+def test_a_write_prepared_on_an_older_version_is_judged_against_later_commits(
+    tmp_path: Path,
+) -> None:
+    # The data source plans a write in one process and commits it from another, on the
+    # version it planned on: an overwrite planned before a concurrent append conflicts, an
+    # append does not.
+    from deltalog.commands.write.write_into_delta import WriteOptions, commit_write, prepare_write
+    from deltalog.schema import schema_from_arrow
+    from deltalog.write.file_writer import DataFileWriter
+
+    root = tmp_path / "t"
+    write_table(str(root), _rows(range(3)))
+    write_table(str(root), _rows(range(3, 5)), mode="append")  # version 1, after the plan
+    log = DeltaLog.for_table(str(root))
+    schema = schema_from_arrow(_rows([]).schema)
+    for mode, conflict in (("overwrite", True), ("append", False)):
+        plan = prepare_write(log, schema, WriteOptions(mode=mode), read_version=0)
+        assert plan.txn.snapshot is not None and plan.txn.snapshot.version == 0
+        with DataFileWriter(log.store, plan.layout) as writer:
+            adds = writer.write(_rows([7]))
+        if conflict:
+            with pytest.raises(errors.ConcurrentAppendException):
+                commit_write(plan, adds)
+        else:
+            assert commit_write(plan, adds) == 2
+    assert _both(root) == (_expected(_rows(range(5)), _rows([7])),) * 2
+    new = prepare_write(
+        DeltaLog.for_table(str(tmp_path / "new")), schema, WriteOptions(), read_version=-1
+    )
+    assert new.txn.snapshot is None and new.new_table
+
+
+def test_a_merged_column_is_nullable_whatever_the_data_says(tmp_path: Path) -> None:
+    # The files written before the merge hold no values for the new column: a non-nullable
+    # field would make readers refuse them (delta-rs: "Non-nullable column ... is missing").
+    root = tmp_path / "t"
+    a = _rows(range(2))
+    write_table(str(root), a)
+    field = pa.field("extra", pa.int64(), nullable=False)
+    wider = a.append_column(field, pa.array([7, 8], pa.int64()))
+    write_table(str(root), wider, mode="append", schema_mode="merge")
+    extra = json.loads(deltalake.DeltaTable(str(root)).schema().to_json())["fields"][-1]
+    assert (extra["name"], extra["nullable"]) == ("extra", True)
+    first = [dict(r, extra=None) for r in a.to_pylist()]
+    rows = first + wider.to_pylist()
+    nullable = wider.schema.set(3, pa.field("extra", pa.int64()))
+    assert _both(root) == (canonical(pa.Table.from_pylist(rows, schema=nullable)),) * 2
