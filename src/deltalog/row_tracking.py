@@ -21,6 +21,7 @@ import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -263,6 +264,29 @@ def row_tracking_values(
         else pc.coalesce(materialized_versions, fresh_versions)
     )
     return _array(ids), _array(versions)
+
+
+def read_values(
+    names: MaterializedColumns,
+    file: Mapping[str, Any],
+    data: pa.Table,
+    indexes: np.ndarray | None = None,
+) -> pa.Table:
+    """The row ids and commit versions of the rows of one data file, as a table with the
+    materialized columns' names: ``file`` is its row of ``all_files_arrow()`` (``baseRowId``,
+    ``defaultRowCommitVersion``), ``data`` its physical rows as read (before deleted rows are
+    dropped), ``indexes`` their physical row indexes (``0..n-1`` when ``None``)."""
+    if indexes is None:
+        indexes = np.arange(data.num_rows, dtype=np.int64)
+    found = [data.column(n) if n in data.column_names else None for n in names.names]
+    base, version = file.get("baseRowId"), file.get("defaultRowCommitVersion")
+    ids, versions = row_tracking_values(
+        indexes,
+        None if base is None else int(base),
+        None if version is None else int(version),
+        *found,
+    )
+    return pa.table({names.row_id: ids, names.row_commit_version: versions})
 
 
 def _array(values: pa.Array | pa.ChunkedArray) -> pa.Array:

@@ -73,6 +73,7 @@ class TransactionState(TypingProtocol):
     isolation_level: str | None
     user_metadata: str | None
     allow_protocol_downgrade: bool
+    row_tracking_preserved: bool
 
     @property
     def snapshot(self) -> Snapshot | None: ...
@@ -261,6 +262,8 @@ def _row_tracking(
     preserved: bool | None = None
     if enabled and operation in row_tracking.REWRITING_OPERATIONS:
         said = (tags or {}).get(row_tracking.PRESERVED_TAG)
+        if said is None and txn.row_tracking_preserved:
+            said = "true"
         fresh = any(isinstance(a, AddFile) and a.base_row_id is None for a in actions)
         if fresh and said != "true":
             raise rt_errors.row_tracking_not_preserved(table, operation)

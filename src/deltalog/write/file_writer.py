@@ -88,6 +88,7 @@ class WriteLayout:
     data_change: bool = True
     stats_tight_bounds: bool = False
     time_zone: str = "UTC"
+    carried_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.column_mapping_mode not in ("none", "id", "name"):
@@ -255,8 +256,11 @@ class DataFileWriter:
         self._row_group_bytes = max(1, min(buffer_bytes, layout.target_file_size))
         # void columns are never written to parquet (readers fill them with nulls).
         written = [f for f in layout.data_fields if f.type != PrimitiveType("void")]
-        self._data_names = [f.name for f in written]
-        self._physical = physical_schema(written, layout.column_mapping_mode)
+        self._data_names = [f.name for f in written] + list(layout.carried_columns)
+        carried = [pa.field(name, pa.int64(), True) for name in layout.carried_columns]
+        self._physical = pa.schema(
+            [*physical_schema(written, layout.column_mapping_mode), *carried]
+        )
         self._groups: dict[tuple[str | None, ...], _Group] = {}
         self._added: list[AddFile] = []
         self._written: list[str] = []
@@ -291,7 +295,7 @@ class DataFileWriter:
                 "this DataFileWriter is finished", self._layout.table_root
             )
         table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
-        table = conform_table(table, self._layout.schema, self._layout.table_root)
+        table = self._conform(table)
         if table.num_rows == 0:
             return
         fields = self._layout.partition_fields
@@ -305,6 +309,19 @@ class DataFileWriter:
             if group.buffered_bytes >= self._row_group_bytes:
                 self._flush(group)
         self._relieve_memory()
+
+    def _conform(self, table: pa.Table) -> pa.Table:
+        """``table`` in the schema's columns and types, then the carried columns."""
+        carried = self._layout.carried_columns
+        if not carried:
+            return conform_table(table, self._layout.schema, self._layout.table_root)
+        present = [n for n in carried if n in table.column_names]
+        rows = table.drop_columns(present) if present else table
+        out = conform_table(rows, self._layout.schema, self._layout.table_root)
+        for name in carried:
+            column = table.column(name) if name in present else pa.nulls(len(out), pa.int64())
+            out = out.append_column(name, column.cast(pa.int64()))
+        return out
 
     def finish(self) -> list[AddFile]:
         """Write everything buffered, close every file: the ``add`` actions, in writing order."""

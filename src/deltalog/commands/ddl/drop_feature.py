@@ -48,7 +48,7 @@ from deltalog.commands.ddl.drop_type_widening import remove_type_widening
 from deltalog.commands.ddl.protocol_change import set_table_properties, unset_table_properties
 from deltalog.commands.optimize import commit as opt_commit
 from deltalog.commands.optimize import plan as opt
-from deltalog.commands.optimize.arrow import write_bins
+from deltalog.commands.optimize.arrow import keeps_row_ids, write_bins
 from deltalog.deletion_vectors import dv_file_path
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import manage as manage_errors
@@ -208,6 +208,7 @@ def _purge_deletion_vectors(delta_log: DeltaLog, snapshot: Snapshot, feature: st
     if plan.bins:
         plan.track_reads(txn)
         adds = write_bins(plan, delta_log.store)
+        txn.row_tracking_preserved = keeps_row_ids(plan.snapshot)
         removes = opt_commit.remove_actions(plan.files, int(time.time() * 1000))
         op = operations.reorg_purge([]).with_metrics(opt_commit.commit_metrics(adds, removes))
         opt_commit.commit(delta_log, txn, plan, [*removes, *adds], op)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from deltalog import errors
+from deltalog import errors, row_tracking
 from deltalog.actions import AddFile, DeletionVectorDescriptor
 from deltalog.commands.optimize.commit import commit_bins, optimize_metrics
 from deltalog.commands.optimize.plan import GIB, Bin, OptimizePlan, OptimizeSettings, plan_optimize
@@ -95,14 +95,22 @@ def optimize(
     plan = plan_optimize(snapshot, where, tuple(z_order_by or ()), settings)
     plan.track_reads(txn)
     adds = write_bins(plan, log.store)
+    txn.row_tracking_preserved = keeps_row_ids(plan.snapshot)
     removes = commit_bins(log, txn, plan, adds)
     return optimize_metrics(plan, adds, removes, start_ms=started).to_dict()
 
 
 def write_bins(plan: OptimizePlan, store: LogStore) -> list[AddFile]:
     """Write every bin of ``plan``; the ``add`` actions (``dataChange=false``). On failure
-    every file written so far is deleted."""
-    layout = WriteLayout.of(plan.snapshot, target_file_size=_ONE_FILE, data_change=False)
+    every file written so far is deleted. With row tracking enabled the rows keep their ids
+    and commit versions (the materialized columns: see :func:`keeps_row_ids`)."""
+    tracking = _tracking(plan.snapshot)
+    layout = WriteLayout.of(
+        plan.snapshot,
+        target_file_size=_ONE_FILE,
+        data_change=False,
+        carried_columns=tracking.names if tracking is not None else (),
+    )
     written: list[AddFile] = []
     try:
         for b in plan.bins:
@@ -123,7 +131,9 @@ def _write_compacted(
     with DataFileWriter(store, layout) as writer:
         pending: list[pa.Table] = []  # small files' rows, added together (one add per file
         held = 0  # costs more than the file's read)
-        for rows in _read_ahead(lambda r: read_live_rows(snapshot, store, r), b.files.to_pylist()):
+        tracking = _tracking(snapshot)
+        files = b.files.to_pylist()
+        for rows in _read_ahead(lambda r: read_live_rows(snapshot, store, r, tracking), files):
             if pending and (held >= _ADD_ROWS or rows.schema != pending[0].schema):
                 writer.add(pa.concat_tables(pending))
                 pending, held = [], 0
@@ -137,7 +147,10 @@ def _write_compacted(
 def _write_z_ordered(
     plan: OptimizePlan, b: Bin, layout: WriteLayout, store: LogStore
 ) -> list[AddFile]:
-    read = _read_ahead(lambda r: read_live_rows(plan.snapshot, store, r), b.files.to_pylist())
+    tracking = _tracking(plan.snapshot)
+    read = _read_ahead(
+        lambda r: read_live_rows(plan.snapshot, store, r, tracking), b.files.to_pylist()
+    )
     rows = pa.concat_tables(list(read))
     if rows.num_rows == 0:
         return []
@@ -171,23 +184,46 @@ def _read_ahead(
             yield ahead.popleft().result()
 
 
-def read_live_rows(snapshot: Snapshot, store: LogStore, row: Mapping[str, Any]) -> pa.Table:
-    """A live file's logical rows: deletion vector applied, partition values added."""
+def read_live_rows(
+    snapshot: Snapshot,
+    store: LogStore,
+    row: Mapping[str, Any],
+    tracking: row_tracking.MaterializedColumns | None = None,
+) -> pa.Table:
+    """A live file's logical rows: deletion vector applied, partition values added; with
+    ``tracking``, each row's id and commit version too (under the materialized columns'
+    names)."""
     root = snapshot.table_root
     data = read_parquet(_resolve(snapshot, row["path"]), root)
+    ids = row_tracking.read_values(tracking, row, data) if tracking is not None else None
     dv = row.get("deletionVector")
     if dv:
         deleted = read_deletion_vector(store, root, DeletionVectorDescriptor.from_dict(dv))
         keep = np.ones(data.num_rows, dtype=bool)
         keep[deleted[deleted < data.num_rows].astype(np.int64)] = False
         data = data.filter(pa.array(keep))
-    return to_logical(
+        ids = ids.filter(pa.array(keep)) if ids is not None else None
+    rows = to_logical(
         data,
         snapshot.schema,
         snapshot.partition_columns,
         snapshot.column_mapping_mode,
         dict(row.get("partitionValues") or []),
     )
+    if ids is not None:
+        for name in ids.column_names:
+            rows = rows.append_column(name, ids.column(name))
+    return rows
+
+
+def keeps_row_ids(snapshot: Snapshot) -> bool:
+    """Whether :func:`write_bins` carries row ids over (row tracking enabled): the caller's
+    transaction then commits as preserving them."""
+    return _tracking(snapshot) is not None
+
+
+def _tracking(snapshot: Snapshot) -> row_tracking.MaterializedColumns | None:
+    return row_tracking.materialized_columns(snapshot.protocol, snapshot.metadata)
 
 
 def _resolve(snapshot: Snapshot, path: str) -> str:

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from deltalog import errors
+from deltalog import errors, row_tracking
 from deltalog.actions import Action
 from deltalog.commands.dml.arrow import delete_rows, update_rows
 from deltalog.commands.dml.file_changes import (
@@ -162,6 +162,17 @@ def add_marks(marks: Marks, changes: FileChanges) -> None:
         changes.add_vector_update(update)
 
 
+def refuse_rewrite_with_row_ids(snapshot: Snapshot, operation: str) -> None:
+    """Spark's rewrites do not carry row ids yet (the local engine does): on a table with row
+    tracking enabled they are refused before anything is written, so no id is lost.
+
+    Raises:
+        UnsupportedFeatureError: ``DELTA_ROW_TRACKING_NOT_PRESERVED``.
+    """
+    if row_tracking.is_enabled(snapshot.protocol, snapshot.metadata):
+        raise errors.row_tracking_not_preserved(snapshot.table_root, operation)
+
+
 def _snapshot(txn: Transaction) -> Snapshot:
     snapshot = txn.snapshot
     assert snapshot is not None
@@ -255,6 +266,7 @@ def delete_actions(
             t0 = time.monotonic()
             add_marks(marks, changes)
         else:
+            refuse_rewrite_with_row_ids(snapshot, operation_name)
             touched = find_touched(spark, txn, files, found)
             scan_ms = _elapsed_ms(t0)
             deleted = touched.rows
@@ -337,6 +349,7 @@ def update(
         done = run_local(job, "UPDATE", lambda job: update_rows(job, predicate, new, files))
         if done is not None:
             return txn.commit_if_needed(done[0], operation.with_metrics(done[1]))
+    refuse_rewrite_with_row_ids(snapshot, "UPDATE")
     found = F.lit(True) if condition is None else condition_column(condition)
     hit = is_true(found)  # found: as a read filters (see delete_actions); hit: for rewrites
     t0 = time.monotonic()

@@ -62,6 +62,7 @@ from deltalog.spark.commands.dml import (
     Touched,
     _elapsed_ms,
     add_marks,
+    refuse_rewrite_with_row_ids,
     schema_frame,
     start,
 )
@@ -163,6 +164,10 @@ class MergeCommand:
                 metrics["numTargetRowsDeleted"],
                 metrics["numTargetRowsInserted"],
             )
+        if all(c.kind == NOT_MATCHED for c in self.clauses):
+            self.txn.row_tracking_preserved = True  # only new rows: no id to carry over
+        else:
+            refuse_rewrite_with_row_ids(snapshot, "MERGE")
         t0 = time.monotonic()
         source, num_source, release = materialized(self.builder._source, self.spark)
         try:

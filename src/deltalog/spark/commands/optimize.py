@@ -39,7 +39,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from deltalog import errors
 from deltalog.actions import AddFile
+from deltalog.commands.optimize.arrow import keeps_row_ids
 from deltalog.commands.optimize.arrow import write_bins as local_write_bins
 from deltalog.commands.optimize.commit import commit_bins, optimize_metrics
 from deltalog.commands.optimize.plan import Bin, OptimizePlan, OptimizeSettings, plan_optimize
@@ -115,6 +117,10 @@ def optimize(spark: Any, log: DeltaLog, where: list[str], z_order_by: tuple[str,
     read_bytes = int(sum(plan.files.column("size").to_pylist())) if plan.bins else 0
     if plan.bins and choose_engine(spark, plan.snapshot, read_bytes, "OPTIMIZE").local:
         adds = local_write_bins(plan, txn.log.store)  # same plan, rules and commit
+        txn.row_tracking_preserved = keeps_row_ids(plan.snapshot)
+    elif plan.bins and keeps_row_ids(plan.snapshot):
+        # Spark's writer does not carry the materialized row ids yet: refuse before writing.
+        raise errors.row_tracking_not_preserved(plan.snapshot.table_root, "OPTIMIZE")
     else:
         adds = write_bins(spark, txn, plan)
     removes = commit_bins(log, txn, plan, adds)
