@@ -75,5 +75,5 @@ def rows_with_ids(root: str | Path, columns: list[str]) -> pa.Table:
             keep[np.asarray(deleted, dtype=np.int64)] = False
             out = out.filter(pa.array(keep))
         pieces.append(out)
-    table = pa.concat_tables(pieces)
+    table = pa.concat_tables(pieces, promote_options="permissive")
     return table.take(pc.sort_indices(table, [("_row_id", "ascending")]))

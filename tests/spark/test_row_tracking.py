@@ -1,0 +1,146 @@
+"""Row tracking on Spark (PROTOCOL.md "Row Tracking"): a table another engine wrote with row
+tracking takes UPDATE, DELETE and MERGE through delta-spark's API and keeps its row ids; Spark
+writes assign ids; the ``rowTracking`` read option gives ``_metadata.row_id`` and
+``_metadata.row_commit_version``; Spark's rewriting paths refuse rather than lose ids.
+
+Expected ids come from the commit and parquet files by the protocol's rules
+(tests.conformance.row_ids), never from deltalog's reader."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import deltalog
+from deltalog import errors
+from deltalog.spark.engine import ENGINE_KEY
+from deltalog.tables import DeltaTable
+from tests.conformance.row_ids import live_files, rows_with_ids
+from tests.conformance.rows import duckdb_rows, oracle_rows
+from tests.spark.confs import session_confs
+
+# Written by Databricks Runtime 13.2 (CREATE OR REPLACE TABLE ... AS SELECT with row tracking):
+# ten files of one row, baseRowId 0..9, high-water mark 9, materialized column names set.
+DATABRICKS_TABLE = "delta-rs/table_with_liquid_clustering"
+
+
+@pytest.fixture
+def delta(spark: Any) -> str:
+    return deltalog.register(spark)
+
+
+def _without_liquid(root: Path) -> None:
+    """The table's protocol also lists ``liquid``, Databricks' preview name of clustering that
+    no open engine knows (delta-spark neither), so no one but Databricks may write it. The
+    copy drops that name (and the version checksum repeating the protocol); the rest, row
+    tracking included, is as Databricks wrote it."""
+    commit = root / "_delta_log" / f"{0:020d}.json"
+    lines = []
+    for line in commit.read_text().splitlines():
+        action = json.loads(line)
+        if "protocol" in action:
+            features = action["protocol"]["writerFeatures"]
+            action["protocol"]["writerFeatures"] = [f for f in features if f != "liquid"]
+            line = json.dumps(action, separators=(",", ":"))
+        lines.append(line)
+    commit.write_text("\n".join(lines) + "\n")
+    (root / "_delta_log" / f"{0:020d}.crc").unlink()
+
+
+def _ids(root: Path) -> dict[int, tuple[int, int]]:
+    return {
+        r["id"]: (r["_row_id"], r["_row_commit_version"])
+        for r in rows_with_ids(root, ["id"]).to_pylist()
+    }
+
+
+def _version(root: Path) -> int:
+    return max(int(p.stem) for p in (root / "_delta_log").glob("*.json"))
+
+
+def test_dml_on_a_databricks_table_keeps_row_ids(spark: Any, delta: str, copy_table: Any) -> None:
+    root = copy_table(DATABRICKS_TABLE)
+    _without_liquid(root)
+    before = _ids(root)
+    assert before == {i: (i, 0) for i in range(10)}  # as the log says: baseRowId i, version 0
+    _, _, mark = live_files(root)
+    table = DeltaTable.forPath(spark, str(root))
+
+    with session_confs(spark, {ENGINE_KEY: "local"}):
+        table.update("id = 3", {"id": "id + 100"})
+        updated_at = _version(root)
+        table.delete("id = 5")
+        source = spark.createDataFrame([(7,), (50,)], "id long")
+        (
+            table.alias("t")
+            .merge(source.alias("s"), "t.id = s.id")
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
+        merged_at = _version(root)
+
+    after = _ids(root)
+    for i in (0, 1, 2, 4, 6, 8, 9):
+        assert after[i] == before[i]  # unchanged rows: same id, same commit version
+    assert after[103] == (before[3][0], updated_at)  # updated: its id, the update's version
+    assert after[7] == (before[7][0], merged_at)
+    assert 5 not in after and 3 not in after
+    assert after[50][0] > mark and after[50][1] == merged_at  # inserted: a fresh id
+    ids = [r for r, _ in after.values()]
+    assert len(set(ids)) == len(ids)
+
+    # the read option: _metadata.row_id / row_commit_version as the protocol computes them
+    read = spark.read.format("delta").option("rowTracking", "true").load(str(root))
+    got = {
+        r["id"]: (r["row_id"], r["row_commit_version"])
+        for r in read.select("id", "_metadata.row_id", "_metadata.row_commit_version").collect()
+    }
+    assert got == after
+    # other readers read the same rows
+    expected = sorted(after)
+    assert sorted(oracle_rows(str(root))["id"].to_pylist()) == expected
+    assert sorted(duckdb_rows(str(root))["id"].to_pylist()) == expected
+
+
+def test_spark_rewrites_refuse_rather_than_lose_ids(
+    spark: Any, delta: str, copy_table: Any
+) -> None:
+    root = copy_table(DATABRICKS_TABLE)
+    _without_liquid(root)
+    table = DeltaTable.forPath(spark, str(root))
+    with (
+        session_confs(spark, {ENGINE_KEY: "spark"}),
+        pytest.raises(errors.UnsupportedFeatureError) as e,
+    ):
+        table.update("id = 3", {"id": "id + 100"})
+    assert e.value.error_class == "DELTA_ROW_TRACKING_NOT_PRESERVED"
+    assert _version(root) == 0  # nothing committed
+
+
+def test_spark_writes_assign_ids_and_round_trip(spark: Any, delta: str, tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    df = spark.createDataFrame([(i,) for i in range(6)], "id long").repartition(3)
+    df.write.format("delta").option("delta.enableRowTracking", "true").save(str(root))
+    more = spark.createDataFrame([(i,) for i in range(6, 10)], "id long").coalesce(1)
+    more.write.format("delta").mode("append").save(str(root))
+    deltalog.update(str(root), "id = 2", {"id": 20})  # the local engine, no Spark
+    ids = _ids(root)
+    assert sorted(r for r, _ in ids.values()) == list(range(10))  # dense, no overlap
+    assert {ids[i][1] for i in range(6) if i != 2} == {0}
+    assert {ids[i][1] for i in range(6, 10)} == {1}
+    assert ids[20][1] == 2
+    # the update's new file took fresh ids above 9, one per record (its rows keep theirs)
+    commit = (root / "_delta_log" / f"{2:020d}.json").read_text().splitlines()
+    added = [json.loads(x)["add"] for x in commit if '"add"' in x]
+    _, _, mark = live_files(root)
+    assert mark == 9 + sum(json.loads(a["stats"])["numRecords"] for a in added)
+    read = spark.read.format("delta").option("rowTracking", "true").load(str(root))
+    got = {
+        r["id"]: (r["row_id"], r["row_commit_version"])
+        for r in read.select("id", "_metadata.row_id", "_metadata.row_commit_version").collect()
+    }
+    assert got == ids
