@@ -154,13 +154,16 @@ def rebase(
     winner_mark: int | None,
     winner_version: int,
     table: str,
+    kept: frozenset[str] = frozenset(),
 ) -> tuple[tuple[Action, ...], int]:
     """``actions`` rebased on a winning commit (reference ``reassignOverlappingRowIds`` and
     ``reassignRowCommitVersions``): ids this transaction assigned (``baseRowId`` above
     ``read_mark``, or none) move above the winner's high-water mark (``winner_mark``; ``None``
     when it wrote none, i.e. it kept ``read_mark``), the domain follows, and a
     ``defaultRowCommitVersion`` of the winner's version (or none) becomes the next version.
-    Ids at or below ``read_mark`` were copied from existing files and stay.
+    Ids at or below ``read_mark`` were copied from existing files and stay, as do those of
+    the files in ``kept`` (ids a winning backfill gave them, copied onto this transaction's
+    re-adds; the reference reassigns those, which changes the ids of their rows).
 
     Returns:
         The rebased actions and the high-water mark they read from now on.
@@ -177,10 +180,12 @@ def rebase(
             had_domain = True
             continue
         if isinstance(a, AddFile):
-            if a.base_row_id is None or a.base_row_id > read_mark:
+            ours = a.base_row_id is None or a.base_row_id > read_mark
+            if ours and a.path not in kept:
                 a = dataclasses.replace(a, base_row_id=mark + 1)
                 mark += _records_or_raise(a, table)
-            if a.default_row_commit_version in (None, winner_version):
+            fresh_version = a.default_row_commit_version in (None, winner_version)
+            if fresh_version and a.path not in kept:
                 a = dataclasses.replace(a, default_row_commit_version=winner_version + 1)
         out.append(a)
     if mark != base or had_domain:

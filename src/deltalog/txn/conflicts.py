@@ -111,12 +111,17 @@ class _Checker:
         self.winner = winner
         snapshot = pending.snapshot
         self.table = pending.table_root or winner.table
-        # What the transaction will leave, before the winner is folded in.
-        self.protocol: Protocol | None = pending.protocol or (
-            snapshot.protocol if snapshot is not None else None
+        # What the transaction will leave, before this winner is folded in (earlier winners
+        # may have changed the table's protocol or metadata already).
+        self.protocol: Protocol | None = (
+            pending.protocol
+            or pending.latest_protocol
+            or (snapshot.protocol if snapshot is not None else None)
         )
-        self.metadata: Metadata | None = pending.metadata or (
-            snapshot.metadata if snapshot is not None else None
+        self.metadata: Metadata | None = (
+            pending.metadata
+            or pending.latest_metadata
+            or (snapshot.metadata if snapshot is not None else None)
         )
 
     def run(self) -> PendingCommit:
@@ -130,7 +135,11 @@ class _Checker:
         self.check_added_files()
         self.check_removed_files_read()
         self.check_removed_files_removed()
-        return self.pending
+        if self.winner.protocol is None and self.winner.metadata is None:
+            return self.pending
+        return dataclasses.replace(
+            self.pending, latest_protocol=self.protocol, latest_metadata=self.metadata
+        )
 
     # -- names in messages --------------------------------------------------------------------
 
@@ -319,7 +328,7 @@ class _Checker:
             return
         if not row_tracking.assigns_ids(protocol, metadata, self.table):
             return
-        self.copy_backfilled_ids()
+        kept = self.copy_backfilled_ids()
         self.drop_files_the_winner_recommitted()
         pending, w = self.pending, self.winner
         winner_mark = (
@@ -328,15 +337,20 @@ class _Checker:
             else None
         )
         actions, mark = row_tracking.rebase(
-            pending.actions, pending.row_id_high_water_mark, winner_mark, w.version, self.table
+            pending.actions,
+            pending.row_id_high_water_mark,
+            winner_mark,
+            w.version,
+            self.table,
+            kept,
         )
         self.pending = dataclasses.replace(pending, actions=actions, row_id_high_water_mark=mark)
 
-    def copy_backfilled_ids(self) -> None:
+    def copy_backfilled_ids(self) -> frozenset[str]:
         """A winning backfill gave files ids: this transaction's adds and removes of those
-        files take them (a remove and its add must agree)."""
+        files take them (a remove and its add must agree); the paths of those files."""
         if self.winner.operation != row_tracking.BACKFILL_OPERATION:
-            return
+            return frozenset()
         ids = {a.path: (a.base_row_id, a.default_row_commit_version) for a in self.winner.adds}
         actions = tuple(
             dataclasses.replace(
@@ -347,6 +361,7 @@ class _Checker:
             for a in self.pending.actions
         )
         self.pending = dataclasses.replace(self.pending, actions=actions)
+        return frozenset(ids)
 
     def drop_files_the_winner_recommitted(self) -> None:
         """A backfill of ours need not recommit files the winner added or removed: the
@@ -444,8 +459,8 @@ class _Checker:
     def check_removed_files_read(self) -> None:
         w = self.winner
         removes = w.removes
-        if not removes:
-            return
+        if not removes or self.pending.operation == row_tracking.BACKFILL_OPERATION:
+            return  # a backfill left out what the winner removed (rebase_row_tracking)
         reads = self.pending.read_set
         hits = reads.read_any([r.path for r in removes])
         overlap = [r for r, hit in zip(removes, hits, strict=True) if hit]

@@ -119,3 +119,57 @@ def test_compaction_with_kept_ids_is_snapshot_isolated(tmp_path: Path) -> None:
     info = lines[0]["commitInfo"]
     assert info["isolationLevel"] == "SnapshotIsolation"  # type: ignore[index]
     assert info["tags"] == tags  # type: ignore[index]
+
+
+def test_enabling_on_an_existing_table_backfills_ids_first(tmp_path: Path) -> None:
+    from deltalog.commands.ddl.protocol_change import set_table_properties
+
+    root = tmp_path / "t"
+    write_table(str(root), _ids(0, 5), max_records_per_file=2)  # 3 files, no row tracking
+    write_table(str(root), _ids(5, 7), mode="append")
+    assert set_table_properties(str(root), ENABLE) == 4
+    operations = [_commit_lines(root, v)[0]["commitInfo"]["operation"] for v in (2, 3, 4)]  # type: ignore[index]
+    assert operations == ["SET TBLPROPERTIES", "ROW TRACKING BACKFILL", "SET TBLPROPERTIES"]
+    backfill = _commit_lines(root, 3)
+    assert backfill[0]["commitInfo"]["isolationLevel"] == "SnapshotIsolation"  # type: ignore[index]
+    assert all(not x["add"]["dataChange"] for x in backfill if "add" in x)  # type: ignore[index]
+    last = _commit_lines(root, 4)
+    assert last[0]["commitInfo"]["tags"] == {"rowTrackingEnablementOnly": "true"}  # type: ignore[index]
+    conf = next(x["metaData"] for x in last if "metaData" in x)["configuration"]  # type: ignore[index]
+    assert conf["delta.enableRowTracking"] == "true"
+    assert conf["delta.rowTracking.materializedRowIdColumnName"].startswith("_row-id-col-")
+    got = rows_with_ids(root, ["id"])
+    assert sorted(got["_row_id"].to_pylist()) == list(range(7))  # every row, once
+    assert set(got["_row_commit_version"].to_pylist()) == {3}  # the backfill's version
+    assert sorted(got["id"].to_pylist()) == list(range(7))
+    assert sorted(oracle_rows(str(root))["id"].to_pylist()) == list(range(7))
+
+
+def test_a_dml_racing_the_enablement_takes_the_backfilled_ids(tmp_path: Path) -> None:
+    """A deletion-vector DELETE prepared before row tracking was enabled re-adds a file the
+    backfill gave ids: the retry copies the backfill's ids onto its add and remove (reference
+    ``resolveRowTrackingBackfillConflicts``) and says ids were not preserved."""
+    from deltalog.commands.ddl.protocol_change import set_table_properties
+    from deltalog.commands.dml.arrow import delete_rows
+    from deltalog.commands.dml.job import DmlJob
+    from deltalog.txn import operations
+
+    root = tmp_path / "t"
+    conf = {"delta.enableDeletionVectors": "true"}
+    write_table(str(root), _ids(0, 6), configuration=conf, max_records_per_file=3)
+    job = DmlJob.at(str(root), operations.delete(["id = 1"]))
+    with job:
+        actions, metrics = delete_rows(job, job.parse("id = 1"))
+    set_table_properties(str(root), ENABLE)  # versions 1 (feature), 2 (backfill), 3 (property)
+    assert job.commit(actions, metrics) == 4
+    backfilled = {x["add"]["path"]: x["add"] for x in _commit_lines(root, 2) if "add" in x}  # type: ignore[index]
+    mine = _commit_lines(root, 4)
+    assert mine[0]["commitInfo"]["tags"] == {"delta.rowTracking.preserved": "false"}  # type: ignore[index]
+    for kind in ("add", "remove"):
+        (action,) = [x[kind] for x in mine if kind in x]
+        ids = backfilled[action["path"]]  # type: ignore[index]
+        assert action["baseRowId"] == ids["baseRowId"]  # type: ignore[index]
+        assert action["defaultRowCommitVersion"] == ids["defaultRowCommitVersion"]  # type: ignore[index]
+    got = rows_with_ids(root, ["id"])
+    assert sorted(got["id"].to_pylist()) == [0, 2, 3, 4, 5]
+    assert sorted(got["_row_id"].to_pylist()) == [0, 2, 3, 4, 5]  # the backfill's ids, row 1 gone
