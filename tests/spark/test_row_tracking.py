@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 import deltalog
-from deltalog import errors
 from deltalog.spark.engine import ENGINE_KEY
 from deltalog.tables import DeltaTable
 from tests.conformance.row_ids import live_files, rows_with_ids
@@ -106,19 +106,57 @@ def test_dml_on_a_databricks_table_keeps_row_ids(spark: Any, delta: str, copy_ta
     assert sorted(duckdb_rows(str(root))["id"].to_pylist()) == expected
 
 
-def test_spark_rewrites_refuse_rather_than_lose_ids(
-    spark: Any, delta: str, copy_table: Any
+@pytest.mark.parametrize(
+    "conf",
+    [
+        {"delta.enableRowTracking": "true"},
+        {
+            "delta.enableRowTracking": "true",
+            "delta.enableDeletionVectors": "true",
+            "delta.enableChangeDataFeed": "true",
+        },
+    ],
+    ids=["copy-on-write", "deletion-vectors+cdf"],
+)
+def test_spark_engine_rewrites_keep_row_ids(
+    spark: Any, delta: str, tmp_path: Path, conf: dict[str, str]
 ) -> None:
-    root = copy_table(DATABRICKS_TABLE)
-    _without_liquid(root)
+    root = tmp_path / "t"
+    rows = pa.table({"id": pa.array(range(12), pa.int64()), "v": pa.array([0] * 12, pa.int64())})
+    deltalog.write_table(str(root), rows, configuration=conf, max_records_per_file=3)
+    before = _ids(root)
+    assert before == {i: (i, 0) for i in range(12)}
     table = DeltaTable.forPath(spark, str(root))
-    with (
-        session_confs(spark, {ENGINE_KEY: "spark"}),
-        pytest.raises(errors.UnsupportedFeatureError) as e,
-    ):
-        table.update("id = 3", {"id": "id + 100"})
-    assert e.value.error_class == "DELTA_ROW_TRACKING_NOT_PRESERVED"
-    assert _version(root) == 0  # nothing committed
+    with session_confs(spark, {ENGINE_KEY: "spark"}):
+        table.update("id % 4 = 1", {"v": "v + 1"})  # 1, 5, 9
+        updated_at = _version(root)
+        table.delete("id = 2")
+        source = spark.createDataFrame([(6, 60), (7, 70), (100, 1000)], "id long, v long")
+        (
+            table.alias("t")
+            .merge(source.alias("s"), "t.id = s.id")
+            .whenMatchedUpdate(condition="s.id = 6", set={"v": "s.v"})
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
+        merged_at = _version(root)
+        spark.sql(f"OPTIMIZE delta.`{root}`")
+        optimized_at = _version(root)
+    after = _ids(root)
+    assert optimized_at > merged_at  # OPTIMIZE rewrote files
+    for i in (0, 3, 4, 8, 10, 11):
+        assert after[i] == before[i]
+    for i in (1, 5, 9):
+        assert after[i] == (i, updated_at)
+    for i in (6, 7):
+        assert after[i] == (i, merged_at)
+    assert 2 not in after
+    _, _, mark = live_files(root)
+    assert 11 < after[100][0] <= mark and after[100][1] == merged_at
+    values = {r["id"]: r["v"] for r in rows_with_ids(root, ["id", "v"]).to_pylist()}
+    assert values[1] == 1 and values[6] == 60 and values[7] == 70 and values[100] == 1000
+    assert sorted(oracle_rows(str(root))["id"].to_pylist()) == sorted(after)
 
 
 def test_spark_writes_assign_ids_and_round_trip(spark: Any, delta: str, tmp_path: Path) -> None:

@@ -27,9 +27,9 @@ def row_tracking_not_preserved(table: str, operation: str) -> UnsupportedFeature
         "(delta.enableRowTracking), on a path that does not carry their row ids and row commit "
         "versions over; nothing was committed.",
         table=table,
-        help="run the command on deltalog's local engine (spark.deltalog.engine=local, or "
-        "deltalog.delete/update/merge/optimize without Spark), which keeps them; or "
-        "set delta.enableRowTracking=false first if the ids need not be kept.",
+        help="run the command where Spark's parquet reader can read the table (row ids come "
+        "from its row_index), or set delta.enableRowTracking=false first if the ids need not "
+        "be kept.",
         features=("rowTracking",),
     )
 

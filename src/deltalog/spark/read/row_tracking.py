@@ -71,6 +71,55 @@ def read_with_row_tracking(spark: Any, snapshot: Snapshot, store: LogStore) -> A
         )
     files = snapshot.all_files_arrow()
     df = scan_dataframe(spark, snapshot, store, files, row_ids=True, carried=names.names)
+    df = _with_ids(spark, snapshot, files, names, df)
+    metadata = F.struct(
+        df[names.row_id].alias("row_id"),
+        df[names.row_commit_version].alias("row_commit_version"),
+        df[_BASE].alias("base_row_id"),
+        df[_DEFAULT].alias("default_row_commit_version"),
+    ).alias(METADATA)
+    hidden = {FILE, ROW, _BASE, _DEFAULT, *names.names}
+    return df.select(*(df[c] for c in df.columns if c not in hidden), metadata)
+
+
+def tracked_scan(
+    spark: Any,
+    snapshot: Snapshot,
+    store: LogStore,
+    files: pa.Table,
+    operation: str,
+    *,
+    row_ids: bool = False,
+) -> tuple[Any, row_tracking.MaterializedColumns | None]:
+    """The live rows of ``files`` (as :func:`~deltalog.spark.read.scan.scan_dataframe` reads
+    them, :data:`FILE` and :data:`ROW` too with ``row_ids``) and, when the table has row
+    tracking enabled, each row's id and commit version under the materialized columns' names
+    (with those names): what a rewrite writes to keep them.
+
+    Raises:
+        UnsupportedFeatureError: ``DELTA_ROW_TRACKING_NOT_PRESERVED`` when the files are read
+            through the storage seam (no ``row_index`` there).
+    """
+    names = row_tracking.materialized_columns(snapshot.protocol, snapshot.metadata)
+    if names is None:
+        return scan_dataframe(spark, snapshot, store, files, row_ids=row_ids), None
+    if through_seam(spark, snapshot):
+        raise errors.row_tracking_not_preserved(snapshot.table_root, operation)
+    df = scan_dataframe(spark, snapshot, store, files, row_ids=True, carried=names.names)
+    df = _with_ids(spark, snapshot, files, names, df)
+    return df.drop(_BASE, _DEFAULT) if row_ids else df.drop(FILE, ROW, _BASE, _DEFAULT), names
+
+
+def _with_ids(
+    spark: Any,
+    snapshot: Snapshot,
+    files: pa.Table,
+    names: row_tracking.MaterializedColumns,
+    df: Any,
+) -> Any:
+    """``df`` (with :data:`FILE`, :data:`ROW` and the materialized columns as read) with the
+    materialized columns replaced by the rows' ids and commit versions, and the files'
+    ``baseRowId`` / ``defaultRowCommitVersion`` joined in."""
     ids = pa.table(
         {
             FILE: pa.array(file_keys(snapshot, files), pa.string()),
@@ -79,11 +128,6 @@ def read_with_row_tracking(spark: Any, snapshot: Snapshot, store: LogStore) -> A
         }
     )
     df = df.join(F.broadcast(arrow_to_df(spark, ids)), on=FILE, how="inner")
-    metadata = F.struct(
-        F.coalesce(df[names.row_id], df[_BASE] + df[ROW]).alias("row_id"),
-        F.coalesce(df[names.row_commit_version], df[_DEFAULT]).alias("row_commit_version"),
-        df[_BASE].alias("base_row_id"),
-        df[_DEFAULT].alias("default_row_commit_version"),
-    ).alias(METADATA)
-    hidden = {FILE, ROW, _BASE, _DEFAULT, *names.names}
-    return df.select(*(df[c] for c in df.columns if c not in hidden), metadata)
+    row_id = F.coalesce(df[names.row_id], df[_BASE] + df[ROW])
+    version = F.coalesce(df[names.row_commit_version], df[_DEFAULT])
+    return df.withColumns({names.row_id: row_id, names.row_commit_version: version})
