@@ -40,8 +40,9 @@ def live_files(root: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, An
                 files.pop(action["remove"]["path"], None)
             elif "domainMetadata" in action:
                 d = action["domainMetadata"]
-                if d["domain"] == "delta.rowTracking" and not d.get("removed"):
-                    mark = json.loads(d["configuration"])["rowIdHighWaterMark"]
+                if d["domain"] == "delta.rowTracking":
+                    removed = d.get("removed")
+                    mark = -1 if removed else json.loads(d["configuration"])["rowIdHighWaterMark"]
     return metadata, files, mark
 
 

@@ -173,3 +173,23 @@ def test_a_dml_racing_the_enablement_takes_the_backfilled_ids(tmp_path: Path) ->
     got = rows_with_ids(root, ["id"])
     assert sorted(got["id"].to_pylist()) == [0, 2, 3, 4, 5]
     assert sorted(got["_row_id"].to_pylist()) == [0, 2, 3, 4, 5]  # the backfill's ids, row 1 gone
+
+
+def test_dropping_the_feature_unbackfills_then_downgrades(tmp_path: Path) -> None:
+    from deltalog.commands.ddl.drop_feature import drop_feature_support
+
+    root = tmp_path / "t"
+    write_table(str(root), _ids(0, 4), configuration=ENABLE, max_records_per_file=2)  # v0
+    version = drop_feature_support(str(root), "rowTracking")
+    names = [_commit_lines(root, v)[0]["commitInfo"]["operation"] for v in range(1, version + 1)]  # type: ignore[index]
+    assert names == ["SET TBLPROPERTIES", "ROW TRACKING UNBACKFILL", "DROP FEATURE"]
+    metadata, files, mark = live_files(root)
+    assert mark == -1  # the domain is removed
+    assert all("baseRowId" not in a and "defaultRowCommitVersion" not in a for a in files.values())
+    assert not [k for k in metadata["configuration"] if "owTracking" in k]
+    last = _commit_lines(root, version)
+    protocol = next(x["protocol"] for x in last if "protocol" in x)  # type: ignore[index]
+    assert "rowTracking" not in protocol["writerFeatures"]  # type: ignore[index]
+    assert sorted(oracle_rows(str(root))["id"].to_pylist()) == list(range(4))
+    write_table(str(root), _ids(4, 5), mode="append")  # writes as a plain table again
+    assert all("baseRowId" not in a for a in live_files(root)[1].values())

@@ -13,6 +13,10 @@ The reference's three steps, each its own commit:
 3. the property is set (with the materialized column names), tagged
    ``rowTrackingEnablementOnly`` when that is all the command sets, so concurrent transactions
    may adopt it (as not preserving row ids).
+
+Dropping the feature (``ALTER TABLE DROP FEATURE rowTracking``) undoes it the reference's way:
+ids stop being assigned (``delta.rowTrackingSuspended``), an unbackfill re-adds the files
+without them, and the DROP FEATURE commit removes the properties and the domain.
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from dataclasses import replace
 import pyarrow.compute as pc
 
 from deltalog import row_tracking
-from deltalog.actions import AddFile, action_from_dict
+from deltalog.actions import Action, AddFile, action_from_dict
 from deltalog.delta_log import DeltaLog
+from deltalog.log.snapshot import Snapshot
 from deltalog.txn import operations
 
 FEATURE_PROPERTY = f"delta.feature.{row_tracking.FEATURE}"
@@ -92,3 +97,72 @@ def enablement_tags(properties: Mapping[str, str]) -> dict[str, str] | None:
     if rest:
         return None
     return {row_tracking.ENABLEMENT_ONLY_TAG: "true"}
+
+
+# -- DROP FEATURE rowTracking (reference RowTrackingPreDowngradeCommand) ---------------------------
+
+UNBACKFILL_OPERATION = "ROW TRACKING UNBACKFILL"
+# Removed from the configuration by the DROP FEATURE commit itself (reference
+# ``tablePropertiesToRemoveAtDowngradeCommit``): concurrent writers use them until then.
+PROPERTIES_AT_DOWNGRADE = (
+    row_tracking.ENABLED,
+    row_tracking.SUSPENDED,
+    row_tracking.ROW_ID_COLUMN,
+    row_tracking.ROW_COMMIT_VERSION_COLUMN,
+)
+
+
+def suspend_and_unbackfill(delta_log: DeltaLog) -> bool:
+    """Before dropping the feature: stop assigning ids (``delta.enableRowTracking=false``,
+    ``delta.rowTrackingSuspended=true``), then re-add every file that has ids without them
+    (``ROW TRACKING UNBACKFILL``); whether anything was committed."""
+    changed = False
+    snapshot = delta_log.update()
+    conf = snapshot.metadata.configuration
+    if row_tracking.enabling_properties(conf) or not row_tracking.is_suspended(
+        snapshot.metadata, snapshot.table_root
+    ):
+        props = {row_tracking.ENABLED: "false", row_tracking.SUSPENDED: "true"}
+        txn = delta_log.start_transaction()
+        assert txn.snapshot is not None
+        merged = {**txn.snapshot.metadata.configuration, **props}
+        txn.update_metadata(replace(txn.snapshot.metadata, configuration=merged))
+        txn.commit([], operations.set_table_properties(props))
+        changed = True
+    txn = delta_log.start_transaction()
+    assert txn.snapshot is not None
+    files = txn.snapshot.all_files_arrow()
+    tracked = pc.or_(
+        pc.is_valid(files.column("baseRowId")), pc.is_valid(files.column("defaultRowCommitVersion"))
+    )
+    with_ids = files.filter(tracked)
+    if with_ids.num_rows:
+        txn.read_set.add_files(with_ids.column("path"))
+        adds = [_readd(row) for row in with_ids.to_pylist()]
+        operation = operations.Operation(
+            UNBACKFILL_OPERATION, {"batchId": 0}, {"numSuccessfulFiles": len(adds)}
+        )
+        txn.commit(adds, operation)  # suspended: the commit assigns no ids
+        changed = True
+    return changed
+
+
+def downgrade_changes(snapshot: Snapshot) -> tuple[dict[str, str], list[Action]]:
+    """What the DROP FEATURE commit also does: the configuration without row tracking's
+    properties, and the high-water mark's domain removed."""
+    conf = {
+        k: v for k, v in snapshot.metadata.configuration.items() if k not in PROPERTIES_AT_DOWNGRADE
+    }
+    domain = next((d for d in snapshot.domain_metadata if d.domain == row_tracking.DOMAIN), None)
+    actions: list[Action] = [] if domain is None else [replace(domain, removed=True)]
+    return conf, actions
+
+
+def traces(snapshot: Snapshot) -> tuple[str, str] | None:
+    """What still uses row tracking (for the DROP FEATURE check), and what to do about it."""
+    if row_tracking.enabling_properties(snapshot.metadata.configuration):
+        return row_tracking.ENABLED, "set delta.enableRowTracking=false first."
+    files = snapshot.all_files_arrow()
+    if files.column("baseRowId").null_count != files.num_rows:
+        return "row ids on files", "re-add the files without row ids (ROW TRACKING UNBACKFILL)."
+    return None
