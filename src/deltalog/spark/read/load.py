@@ -51,10 +51,11 @@ def load(
         return changes_to_df(spark, plan, log.store)
     snapshot = snapshot_for(opts, session_time_zone(spark))
     store = DeltaLog.for_table(opts["path"], storage_options=storage_of(opts).as_dict()).store
+    if opts.get("rowtracking", "false").strip().lower() == "true":
+        # Row ids need Spark's row_index: never the Python data source (its errors are typed).
+        return read_with_row_tracking(spark, snapshot, store)
     if python_source and not seam and not jvm_readable(snapshot_inputs(snapshot, store).paths):
         return None
-    if opts.get("rowtracking", "false").strip().lower() == "true":
-        return read_with_row_tracking(spark, snapshot, store)
     return read_snapshot(spark, snapshot, store)
 
 
