@@ -2,7 +2,9 @@
 
 1. :func:`prepare` validates the actions against the table (metadata present on a new table,
    protocol raised to what the metadata needs and writable by deltalog, partition values keyed
-   by the partition columns, append-only tables, duplicates) and decides the isolation level.
+   by the partition columns, append-only tables, duplicates), gives new files their row ids
+   when the table tracks rows (:mod:`deltalog.row_tracking`; a rewrite that would lose them
+   is refused) and decides the isolation level.
 2. Each attempt builds ``commitInfo`` (first line; in-commit timestamp when the table has them)
    and writes ``<version>.json`` put-if-absent through the store: the file appears whole or
    not at all, and an existing commit is never overwritten.

@@ -41,7 +41,7 @@ from deltalog.schema import (
 )
 from deltalog.storage.base import LogStore
 from deltalog.table_properties import TableProperties
-from deltalog.write.parquet_leaves import leaf_paths, non_floating_leaves
+from deltalog.write.parquet_leaves import dictionary_leaves, non_floating_leaves
 from deltalog.write.partitioning import (
     directory_value,
     encode_log_path,
@@ -155,18 +155,6 @@ class WriteLayout:
         return int(raw)
 
 
-def _dictionary_leaves(schema: pa.Schema, carried: tuple[str, ...]) -> bool | list[str]:
-    """The leaves written with dictionaries: not the floating ones, nor the carried row-id
-    columns (delta-encoded instead)."""
-    leaves = non_floating_leaves(schema)
-    if not carried:
-        return leaves
-    if leaves is True:
-        leaves = [p for p, _ in leaf_paths(schema)]
-    assert isinstance(leaves, list)
-    return [p for p in leaves if p not in carried]
-
-
 class _OpenFile:
     """One parquet file being written: its stream, writer, and running statistics."""
 
@@ -191,7 +179,7 @@ class _OpenFile:
                 use_deprecated_int96_timestamps=False,
                 coerce_timestamps="us",
                 # Floating leaves: no dictionary, no footer min/max (parquet_leaves says why).
-                use_dictionary=_dictionary_leaves(schema, carried),
+                use_dictionary=dictionary_leaves(schema, carried),
                 write_statistics=non_floating_leaves(schema),
                 # Row ids run in sequence: delta encoding stores them in a few bits each.
                 column_encoding=dict.fromkeys(carried, "DELTA_BINARY_PACKED") or None,
