@@ -159,26 +159,34 @@ def test_spark_engine_rewrites_keep_row_ids(
     assert sorted(oracle_rows(str(root))["id"].to_pylist()) == sorted(after)
 
 
-def test_spark_writes_assign_ids_and_round_trip(spark: Any, delta: str, tmp_path: Path) -> None:
+def test_enable_by_sql_spark_appends_and_drop(spark: Any, delta: str, tmp_path: Path) -> None:
+    """ALTER TABLE enables row tracking on a table Spark wrote (backfill), Spark appends get
+    fresh ids, a second (local) rewrite round-trips, dropFeatureSupport takes it all away."""
     root = tmp_path / "t"
     df = spark.createDataFrame([(i,) for i in range(6)], "id long").repartition(3)
-    df.write.format("delta").option("delta.enableRowTracking", "true").save(str(root))
+    df.write.format("delta").save(str(root))  # v0, no row tracking
+    spark.sql(f"ALTER TABLE delta.`{root}` SET TBLPROPERTIES ('delta.enableRowTracking' = 'true')")
+    backfilled_at = 2  # v1 the feature, v2 the backfill, v3 the property
+    assert _version(root) == 3
     more = spark.createDataFrame([(i,) for i in range(6, 10)], "id long").coalesce(1)
-    more.write.format("delta").mode("append").save(str(root))
-    deltalog.update(str(root), "id = 2", {"id": 20})  # the local engine, no Spark
+    more.write.format("delta").mode("append").save(str(root))  # v4
+    deltalog.update(str(root), "id = 2", {"id": 20})  # v5, the local engine, no Spark
     ids = _ids(root)
     assert sorted(r for r, _ in ids.values()) == list(range(10))  # dense, no overlap
-    assert {ids[i][1] for i in range(6) if i != 2} == {0}
-    assert {ids[i][1] for i in range(6, 10)} == {1}
-    assert ids[20][1] == 2
-    # the update's new file took fresh ids above 9, one per record (its rows keep theirs)
-    commit = (root / "_delta_log" / f"{2:020d}.json").read_text().splitlines()
-    added = [json.loads(x)["add"] for x in commit if '"add"' in x]
-    _, _, mark = live_files(root)
-    assert mark == 9 + sum(json.loads(a["stats"])["numRecords"] for a in added)
+    assert {ids[i][1] for i in range(6) if i != 2} == {backfilled_at}
+    assert {ids[i][1] for i in range(6, 10)} == {4}
+    assert ids[20][1] == 5
     read = spark.read.format("delta").option("rowTracking", "true").load(str(root))
     got = {
         r["id"]: (r["row_id"], r["row_commit_version"])
         for r in read.select("id", "_metadata.row_id", "_metadata.row_commit_version").collect()
     }
     assert got == ids
+
+    DeltaTable.forPath(spark, str(root)).dropFeatureSupport("rowTracking")
+    metadata, files, mark = live_files(root)
+    assert mark == -1 and all("baseRowId" not in a for a in files.values())
+    assert "delta.enableRowTracking" not in metadata["configuration"]
+    assert sorted(r["id"] for r in DeltaTable.forPath(spark, str(root)).toDF().collect()) == sorted(
+        ids
+    )
