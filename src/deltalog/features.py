@@ -198,6 +198,9 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "variantType",
         "variantType-preview",
         "clustering",
+        # Row ids and commit versions assigned at commit (deltalog.row_tracking); rewrites keep
+        # them in the materialized columns, or refuse (DELTA_ROW_TRACKING_NOT_PRESERVED).
+        "rowTracking",
         # Honoured by construction: log cleanup never writes a checkpoint and never deletes
         # one at or after the version it keeps (deltalog.log.cleanup).
         "checkpointProtection",
@@ -213,7 +216,7 @@ def check_write_supported(protocol: Protocol, table: str) -> None:
         UnsupportedFeatureError: ``DELTA_INVALID_PROTOCOL_VERSION`` for a reader version outside
             1-3 or a writer version outside 1-7; ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE`` naming
             every listed or implied feature outside :data:`SUPPORTED_WRITER_FEATURES` (e.g.
-            rowTracking, icebergCompatV2, catalogManaged, unknown names).
+            icebergCompatV2, catalogManaged, unknown names).
     """
     if (
         protocol.min_reader_version not in SUPPORTED_READER_VERSIONS

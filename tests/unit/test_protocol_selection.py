@@ -612,6 +612,7 @@ def test_schema_may_be_absent() -> None:
             ("variantType-preview", "typeWidening-preview"),
             ("variantType-preview", "typeWidening-preview"),
         ),
+        Protocol(1, 7, None, ("rowTracking", "domainMetadata")),
     ],
 )
 def test_writable_protocols(protocol: Protocol) -> None:
@@ -621,7 +622,7 @@ def test_writable_protocols(protocol: Protocol) -> None:
 @pytest.mark.parametrize(
     ("protocol", "refused"),
     [
-        (Protocol(1, 7, None, ("rowTracking", "domainMetadata")), ["rowTracking"]),
+        (Protocol(1, 7, None, ("icebergCompatV3", CM, "rowTracking")), ["icebergCompatV3"]),
         (Protocol(2, 7, None, (CM, "icebergCompatV2")), ["icebergCompatV2"]),
         (Protocol(2, 7, None, (CM, "icebergCompatV1")), ["icebergCompatV1"]),
         (

@@ -152,7 +152,9 @@ def _add(row: dict[str, Any]) -> AddFile:
             row[key] = dict(row[key])
     add = action_from_dict("add", row)
     assert isinstance(add, AddFile)
-    return replace(add, data_change=True)
+    # CLONE keeps no row ids or commit versions (the reference's rule): the target assigns
+    # its own above its own high-water mark.
+    return replace(add, data_change=True, base_row_id=None, default_row_commit_version=None)
 
 
 # -- shallow: absolute paths ----------------------------------------------------------------------

@@ -170,6 +170,9 @@ from deltalog.errors.log import (  # noqa: E402 (after the classes they use)
     version_not_found,
     versions_not_contiguous,
 )
+from deltalog.errors.row_tracking import (  # noqa: E402 (after the classes they use)
+    row_tracking_not_preserved,
+)
 from deltalog.errors.writes import (  # noqa: E402 (after the classes they use)
     ambiguous_partition_column,
     cannot_modify_table_property,
@@ -251,6 +254,7 @@ __all__ = [
     "protocol_changed",
     "protocol_property_invalid",
     "read_feature_protocol_requires_write",
+    "row_tracking_not_preserved",
     "schema_mismatch",
     "state_recover_error",
     "table_not_found",

@@ -2,7 +2,9 @@
 
 1. :func:`prepare` validates the actions against the table (metadata present on a new table,
    protocol raised to what the metadata needs and writable by deltalog, partition values keyed
-   by the partition columns, append-only tables, duplicates) and decides the isolation level.
+   by the partition columns, append-only tables, duplicates), gives new files their row ids
+   when the table tracks rows (:mod:`deltalog.row_tracking`; a rewrite that would lose them
+   is refused) and decides the isolation level.
 2. Each attempt builds ``commitInfo`` (first line; in-commit timestamp when the table has them)
    and writes ``<version>.json`` put-if-absent through the store: the file appears whole or
    not at all, and an existing commit is never overwritten.
@@ -20,11 +22,14 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 from typing import Protocol as TypingProtocol
 
-from deltalog import errors
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog import errors, row_tracking
 from deltalog.actions import (
     Action,
     AddCDCFile,
@@ -36,6 +41,7 @@ from deltalog.actions import (
     RemoveFile,
     SetTransaction,
 )
+from deltalog.errors import row_tracking as rt_errors
 from deltalog.features import (
     check_write_supported,
     is_feature_supported,
@@ -69,6 +75,7 @@ class TransactionState(TypingProtocol):
     isolation_level: str | None
     user_metadata: str | None
     allow_protocol_downgrade: bool
+    row_tracking_preserved: bool
 
     @property
     def snapshot(self) -> Snapshot | None: ...
@@ -84,6 +91,7 @@ class TransactionState(TypingProtocol):
 
     @property
     def new_protocol(self) -> Protocol | None: ...
+
 
 # The reference allows ten million conflict-free retries; a bound keeps a livelock finite.
 MAX_COMMIT_ATTEMPTS = 10_000_000
@@ -101,7 +109,7 @@ def commit(
 ) -> int | None:
     """Commit ``actions`` for ``txn``; returns the version, or ``None`` when ``skip_empty`` and
     there is nothing to commit. See the module docstring for the steps."""
-    pending = prepare(txn, actions)
+    pending = prepare(txn, actions, operation.name, tags)
     if skip_empty and not pending.actions:
         return None
     txn_id = new_txn_id()
@@ -121,7 +129,7 @@ def commit(
             txn_id=txn_id,
             in_commit_timestamp=ict,
             user_metadata=txn.user_metadata,
-            tags=tags,
+            tags=_with_row_tracking_tag(tags, pending.row_tracking_preserved),
         )
         data = serialize([info, *actions_now])
         path = f"{txn.log.log_root}/{commit_name(attempt)}"
@@ -151,8 +159,14 @@ def serialize(actions: list[Action]) -> bytes:
 # -- preparation --------------------------------------------------------------------------------
 
 
-def prepare(txn: TransactionState, actions: list[Action]) -> PendingCommit:
-    """Validate ``actions`` and fold in the transaction's metadata and protocol changes.
+def prepare(
+    txn: TransactionState,
+    actions: list[Action],
+    operation: str = "",
+    tags: Mapping[str, str] | None = None,
+) -> PendingCommit:
+    """Validate ``actions`` and fold in the transaction's metadata and protocol changes; on a
+    table with row tracking, assign row ids and commit versions (:mod:`deltalog.row_tracking`).
 
     Raises:
         DeltaWriteError, UnsupportedFeatureError, InvalidArgumentError: see the module docstring.
@@ -175,6 +189,9 @@ def prepare(txn: TransactionState, actions: list[Action]) -> PendingCommit:
         )
     if metadata is not None:
         metadata, protocol = _upgrade_protocol(txn, metadata, protocol, current_protocol)
+        if (final_protocol := protocol or current_protocol) is not None:
+            old = txn.snapshot.metadata if txn.snapshot is not None else None
+            metadata = row_tracking.with_column_names(final_protocol, old, metadata)
     # Only DROP FEATURE may lower a protocol.
     if protocol is not None and current_protocol is not None and not txn.allow_protocol_downgrade:
         _check_no_downgrade(table, current_protocol, protocol)
@@ -185,14 +202,98 @@ def prepare(txn: TransactionState, actions: list[Action]) -> PendingCommit:
     _check_partition_values(table, effective_metadata, others)
     _check_append_only(table, effective_metadata, others)
     _check_duplicates(table, others)
+    tracked = _row_tracking(txn, effective_protocol, effective_metadata, others, operation, tags)
     head: list[Action] = []
     if protocol is not None and protocol != current_protocol:
         head.append(protocol)
     if metadata is not None:
         head.append(metadata)
-    final = tuple(head + others)
+    final = tuple(head + list(tracked.actions))
     isolation = _isolation_level(txn, effective_metadata, final)
-    return PendingCommit(txn.snapshot, txn.read_set, isolation, final)
+    return PendingCommit(
+        txn.snapshot,
+        txn.read_set,
+        isolation,
+        final,
+        operation,
+        tracked.high_water_mark,
+        tracked.preserved,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Tracked:
+    actions: tuple[Action, ...]
+    high_water_mark: int
+    preserved: bool | None
+
+
+def _row_tracking(
+    txn: TransactionState,
+    protocol: Protocol,
+    metadata: Metadata,
+    actions: list[Action],
+    operation: str,
+    tags: Mapping[str, str] | None,
+) -> _Tracked:
+    """Row ids and commit versions for ``actions`` (reference ``RowId.assignFreshRowIds`` and
+    ``DefaultRowCommitVersion.assignIfMissing``), and the ``preserved`` tag to write.
+
+    Raises:
+        UnsupportedFeatureError: a rewriting command on a table with row tracking enabled adds
+            new files without saying it carried the rows' ids over (it would lose them), or
+            the commit enables row tracking on files without row ids.
+        DeltaWriteError: a new file without ``numRecords``.
+    """
+    table = txn.table_root
+    snapshot = txn.snapshot
+    read_mark = row_tracking.MISSING_HIGH_WATER_MARK
+    if snapshot is not None and row_tracking.is_supported(snapshot.protocol):
+        read_mark = row_tracking.high_water_mark(snapshot.domain_metadata)
+    if not row_tracking.is_supported(protocol):
+        return _Tracked(tuple(actions), read_mark, None)
+    if row_tracking.is_suspended(metadata, table):
+        return _Tracked(row_tracking.strip(actions), read_mark, None)
+    enabled = row_tracking.is_enabled(protocol, metadata)
+    if (
+        enabled
+        and snapshot is not None
+        and not row_tracking.is_enabled(snapshot.protocol, snapshot.metadata)
+    ):
+        _check_all_files_have_row_ids(txn, actions)
+    preserved: bool | None = None
+    if enabled and operation in row_tracking.REWRITING_OPERATIONS:
+        said = (tags or {}).get(row_tracking.PRESERVED_TAG)
+        if said is None and txn.row_tracking_preserved:
+            said = "true"
+        fresh = any(isinstance(a, AddFile) and a.base_row_id is None for a in actions)
+        if fresh and said != "true":
+            raise rt_errors.row_tracking_not_preserved(table, operation)
+        preserved = said != "false"
+    assigned = row_tracking.assign(actions, read_mark, txn.read_version + 1, table)
+    return _Tracked(assigned, read_mark, preserved)
+
+
+def _check_all_files_have_row_ids(txn: TransactionState, actions: list[Action]) -> None:
+    """Enabling needs every file left live to have a ``baseRowId`` (the reference's
+    invariant; the backfill gives them)."""
+    assert txn.snapshot is not None
+    files = txn.snapshot.all_files_arrow().select(["path", "baseRowId"])
+    missing = files.filter(pc.is_null(files.column("baseRowId")))
+    if not missing.num_rows:
+        return
+    removed = pa.array([a.path for a in actions if isinstance(a, RemoveFile)], pa.string())
+    left = pc.sum(pc.invert(pc.is_in(missing.column("path"), value_set=removed))).as_py()
+    if left:
+        raise rt_errors.enable_needs_backfill(txn.table_root, int(left))
+
+
+def _with_row_tracking_tag(
+    tags: Mapping[str, str] | None, preserved: bool | None
+) -> Mapping[str, str] | None:
+    if preserved is None:
+        return tags
+    return {**(tags or {}), row_tracking.PRESERVED_TAG: str(preserved).lower()}
 
 
 def _check_last_commit_not_empty(txn: TransactionState) -> None:
@@ -330,7 +431,13 @@ def _isolation_level(txn: TransactionState, metadata: Metadata, actions: tuple[A
     action changes data and nothing but files is committed (e.g. OPTIMIZE)."""
     level = txn.isolation_level or _table_isolation_level(txn, metadata)
     files = [a for a in actions if isinstance(a, AddFile | RemoveFile | AddCDCFile)]
-    non_files = [a for a in actions if not isinstance(a, AddFile | RemoveFile | AddCDCFile)]
+    # Row tracking's high-water mark rides along with new files (an OPTIMIZE's, say).
+    non_files = [
+        a
+        for a in actions
+        if not isinstance(a, AddFile | RemoveFile | AddCDCFile)
+        and not (isinstance(a, DomainMetadata) and a.domain == row_tracking.DOMAIN)
+    ]
     if files and not non_files and all(not a.data_change for a in files):
         return SNAPSHOT_ISOLATION
     return level

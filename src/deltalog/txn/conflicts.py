@@ -13,7 +13,8 @@ reference's order:
 3. domain metadata: both changing one domain conflicts (``DELTA_CONCURRENT_TRANSACTION``);
 4. application transactions: the winner wrote a ``txn`` for an app id this transaction read
    (``DELTA_CONCURRENT_TRANSACTION``);
-5. rebases (row tracking: not written by deltalog, the hook stays; type-widening versions);
+5. rebases (row tracking: backfills, fresh row ids above the winner's high-water mark,
+   default row commit versions; type-widening versions);
 6. added files this transaction should have read, by isolation level
    (``DELTA_CONCURRENT_APPEND``);
 7. removed files this transaction read (``DELTA_CONCURRENT_DELETE_READ``);
@@ -32,8 +33,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from deltalog import errors, features
-from deltalog.actions import AddFile, Metadata, Protocol
+from deltalog import errors, features, row_tracking
+from deltalog.actions import AddFile, Metadata, Protocol, RemoveFile
 from deltalog.errors import manage as manage_errors
 from deltalog.features import (
     check_read_supported,
@@ -47,7 +48,7 @@ from deltalog.txn.winning_commit import WinningCommit
 
 # The metadata domain of row tracking's high-water mark: both sides may write it (the reference
 # rebases ours on the winner's).
-ROW_TRACKING_DOMAIN = "delta.rowTracking"
+ROW_TRACKING_DOMAIN = row_tracking.DOMAIN
 # Operations that recommit existing files with row ids; they skip the append check.
 ROW_TRACKING_BACKFILL_OPERATIONS = frozenset({"ROW TRACKING BACKFILL", "ROW TRACKING UNBACKFILL"})
 
@@ -64,11 +65,13 @@ _COLUMN_MAPPING_FIELD_KEYS = frozenset(
     }
 )
 # Table properties a winner may add or change without failing a transaction that does not
-# change metadata itself (the reference's allow-list). The reference also admits enabling row
-# tracking by tagging the loser's commitInfo "row tracking not preserved"; deltalog does not
-# write row tracking, so such a winner conflicts here.
+# change metadata itself (the reference's allow-list). A winner enabling row tracking makes the
+# loser's commitInfo say "row tracking not preserved".
 _RESOLVABLE_PROPERTIES = frozenset(
     {
+        row_tracking.ENABLED,
+        row_tracking.ROW_ID_COLUMN,
+        row_tracking.ROW_COMMIT_VERSION_COLUMN,
         _CM_MODE,
         "delta.columnMapping.maxColumnId",
         "delta.enableDeletionVectors",
@@ -108,12 +111,17 @@ class _Checker:
         self.winner = winner
         snapshot = pending.snapshot
         self.table = pending.table_root or winner.table
-        # What the transaction will leave, before the winner is folded in.
-        self.protocol: Protocol | None = pending.protocol or (
-            snapshot.protocol if snapshot is not None else None
+        # What the transaction will leave, before this winner is folded in (earlier winners
+        # may have changed the table's protocol or metadata already).
+        self.protocol: Protocol | None = (
+            pending.protocol
+            or pending.latest_protocol
+            or (snapshot.protocol if snapshot is not None else None)
         )
-        self.metadata: Metadata | None = pending.metadata or (
-            snapshot.metadata if snapshot is not None else None
+        self.metadata: Metadata | None = (
+            pending.metadata
+            or pending.latest_metadata
+            or (snapshot.metadata if snapshot is not None else None)
         )
 
     def run(self) -> PendingCommit:
@@ -127,7 +135,11 @@ class _Checker:
         self.check_added_files()
         self.check_removed_files_read()
         self.check_removed_files_removed()
-        return self.pending
+        if self.winner.protocol is None and self.winner.metadata is None:
+            return self.pending
+        return dataclasses.replace(
+            self.pending, latest_protocol=self.protocol, latest_metadata=self.metadata
+        )
 
     # -- names in messages --------------------------------------------------------------------
 
@@ -205,6 +217,11 @@ class _Checker:
             raise self.metadata_changed()
         # The transaction adopts the winner's metadata. It writes none of its own (else it
         # failed above), so nothing in its actions changes; later checks see the new one.
+        if row_tracking.enabling_properties(theirs.configuration) and not (
+            row_tracking.enabling_properties(ours.configuration)
+        ):
+            # Rows this transaction rewrote before the ids existed are not kept.
+            self.pending = dataclasses.replace(self.pending, row_tracking_preserved=False)
         self.metadata = theirs
 
     def metadata_changed(self) -> errors.MetadataChangedException:
@@ -251,6 +268,8 @@ class _Checker:
                     and _mapping_mode(theirs) == "name"
                     and supports("columnMapping")
                 )
+            elif key == row_tracking.ENABLED:
+                ok = supports(row_tracking.FEATURE) and enabling
             elif key == "delta.enableDeletionVectors":
                 ok = supports("deletionVectors") and enabling
             elif key == "delta.checkpointPolicy":
@@ -300,10 +319,60 @@ class _Checker:
     # -- 5. rebases ---------------------------------------------------------------------------
 
     def rebase_row_tracking(self) -> None:
-        """Hook for the reference's row-tracking reconciliation (backfill conflicts, row id
-        reassignment above the winner's high-water mark, default row commit versions). deltalog
-        does not assign row ids, and a winner's protocol that needs them is refused by the
-        protocol check, so there is nothing to rebase."""
+        """The reference's row-tracking reconciliation: a winning backfill's ids are copied onto
+        this transaction's actions on the same files (a backfill of ours drops the files the
+        winner touched); then ids this transaction assigned move above the winner's high-water
+        mark and its commit versions to the next version (:func:`row_tracking.rebase`)."""
+        protocol, metadata = self.protocol, self.metadata
+        if protocol is None or metadata is None:
+            return
+        if not row_tracking.assigns_ids(protocol, metadata, self.table):
+            return
+        kept = self.copy_backfilled_ids()
+        self.drop_files_the_winner_recommitted()
+        pending, w = self.pending, self.winner
+        winner_mark = (
+            row_tracking.high_water_mark(w.domain_metadata)
+            if any(d.domain == ROW_TRACKING_DOMAIN for d in w.domain_metadata)
+            else None
+        )
+        actions, mark = row_tracking.rebase(
+            pending.actions,
+            pending.row_id_high_water_mark,
+            winner_mark,
+            w.version,
+            self.table,
+            kept,
+        )
+        self.pending = dataclasses.replace(pending, actions=actions, row_id_high_water_mark=mark)
+
+    def copy_backfilled_ids(self) -> frozenset[str]:
+        """A winning backfill gave files ids: this transaction's adds and removes of those
+        files take them (a remove and its add must agree); the paths of those files."""
+        if self.winner.operation != row_tracking.BACKFILL_OPERATION:
+            return frozenset()
+        ids = {a.path: (a.base_row_id, a.default_row_commit_version) for a in self.winner.adds}
+        actions = tuple(
+            dataclasses.replace(
+                a, base_row_id=ids[a.path][0], default_row_commit_version=ids[a.path][1]
+            )
+            if isinstance(a, AddFile | RemoveFile) and a.path in ids
+            else a
+            for a in self.pending.actions
+        )
+        self.pending = dataclasses.replace(self.pending, actions=actions)
+        return frozenset(ids)
+
+    def drop_files_the_winner_recommitted(self) -> None:
+        """A backfill of ours need not recommit files the winner added or removed: the
+        winner's adds have ids already, its removes must not come back."""
+        if self.pending.operation != row_tracking.BACKFILL_OPERATION:
+            return
+        touched = {a.path for a in self.winner.adds} | {r.path for r in self.winner.removes}
+        actions = tuple(
+            a for a in self.pending.actions if not (isinstance(a, AddFile) and a.path in touched)
+        )
+        self.pending = dataclasses.replace(self.pending, actions=actions)
 
     def rebase_type_widening(self) -> None:
         """Type changes this commit records at the winner's version move to the next one."""
@@ -390,8 +459,8 @@ class _Checker:
     def check_removed_files_read(self) -> None:
         w = self.winner
         removes = w.removes
-        if not removes:
-            return
+        if not removes or self.pending.operation == row_tracking.BACKFILL_OPERATION:
+            return  # a backfill left out what the winner removed (rebase_row_tracking)
         reads = self.pending.read_set
         hits = reads.read_any([r.path for r in removes])
         overlap = [r for r, hit in zip(removes, hits, strict=True) if hit]

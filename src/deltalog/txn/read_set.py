@@ -116,12 +116,24 @@ class PendingCommit(CommitActions):
         read_set: what it read.
         isolation_level: one of :data:`ISOLATION_LEVELS`.
         actions: the actions it commits (no ``commitInfo``).
+        operation: its operation's name.
+        row_id_high_water_mark: the row-id high-water mark its fresh row ids sit above (the
+            snapshot's, then each winner's it was rebased on; -1 for none).
+        row_tracking_preserved: the ``delta.rowTracking.preserved`` tag to write (``None``:
+            no tag); a winner that enables row tracking makes it ``False``.
+        latest_protocol, latest_metadata: the table's protocol and metadata after the winners
+            checked so far (``None``: the snapshot's), which the next winner is checked against.
     """
 
     snapshot: Snapshot | None
     read_set: ReadSet
     isolation_level: str
     actions: tuple[Action, ...]
+    operation: str = ""
+    row_id_high_water_mark: int = -1
+    row_tracking_preserved: bool | None = None
+    latest_protocol: Protocol | None = None
+    latest_metadata: Metadata | None = None
 
     @property
     def table_root(self) -> str:

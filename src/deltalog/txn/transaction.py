@@ -65,6 +65,9 @@ class Transaction:
         self.committed_version: int | None = None
         # Set by DROP FEATURE only: its new protocol lists fewer features than the current one.
         self.allow_protocol_downgrade = False
+        # Set by a command that carries the row ids of the rows it rewrites (row tracking's
+        # materialized columns): commits as "delta.rowTracking.preserved".
+        self.row_tracking_preserved = False
 
     # -- what it started from ---------------------------------------------------------------
 

@@ -44,7 +44,7 @@ from deltalog.schema import (
 )
 from deltalog.storage.base import LogStore
 from deltalog.table_properties import TableProperties
-from deltalog.write.parquet_leaves import non_floating_leaves
+from deltalog.write.parquet_leaves import dictionary_leaves, non_floating_leaves
 from deltalog.write.partitioning import (
     directory_value,
     encode_log_path,
@@ -91,6 +91,7 @@ class WriteLayout:
     data_change: bool = True
     stats_tight_bounds: bool = False
     time_zone: str = "UTC"
+    carried_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.column_mapping_mode not in ("none", "id", "name"):
@@ -172,6 +173,7 @@ class _OpenFile:
         try:
             self.sink = pa.PythonFile(stream, mode="w")
             compression = layout.compression.lower()
+            carried = layout.carried_columns
             self.writer = pq.ParquetWriter(
                 self.sink,
                 schema,
@@ -180,8 +182,10 @@ class _OpenFile:
                 use_deprecated_int96_timestamps=False,
                 coerce_timestamps="us",
                 # Floating leaves: no dictionary, no footer min/max (parquet_leaves says why).
-                use_dictionary=non_floating_leaves(schema),
+                use_dictionary=dictionary_leaves(schema, carried),
                 write_statistics=non_floating_leaves(schema),
+                # Row ids run in sequence: delta encoding stores them in a few bits each.
+                column_encoding=dict.fromkeys(carried, "DELTA_BINARY_PACKED") or None,
             )
         except BaseException as e:
             self._stack.__exit__(type(e), e, e.__traceback__)
@@ -258,8 +262,11 @@ class DataFileWriter:
         self._row_group_bytes = max(1, min(buffer_bytes, layout.target_file_size))
         # void columns are never written to parquet (readers fill them with nulls).
         written = [f for f in layout.data_fields if f.type != PrimitiveType("void")]
-        self._data_names = [f.name for f in written]
-        self._physical = physical_schema(written, layout.column_mapping_mode)
+        self._data_names = [f.name for f in written] + list(layout.carried_columns)
+        carried = [pa.field(name, pa.int64(), True) for name in layout.carried_columns]
+        self._physical = pa.schema(
+            [*physical_schema(written, layout.column_mapping_mode), *carried]
+        )
         self._groups: dict[tuple[str | None, ...], _Group] = {}
         self._added: list[AddFile] = []
         self._written: list[str] = []
@@ -294,7 +301,7 @@ class DataFileWriter:
                 "this DataFileWriter is finished", self._layout.table_root
             )
         table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
-        table = conform_table(table, self._layout.schema, self._layout.table_root)
+        table = self._conform(table)
         if table.num_rows == 0:
             return
         fields = self._layout.partition_fields
@@ -308,6 +315,19 @@ class DataFileWriter:
             if group.buffered_bytes >= self._row_group_bytes:
                 self._flush(group)
         self._relieve_memory()
+
+    def _conform(self, table: pa.Table) -> pa.Table:
+        """``table`` in the schema's columns and types, then the carried columns."""
+        carried = self._layout.carried_columns
+        if not carried:
+            return conform_table(table, self._layout.schema, self._layout.table_root)
+        present = [n for n in carried if n in table.column_names]
+        rows = table.drop_columns(present) if present else table
+        out = conform_table(rows, self._layout.schema, self._layout.table_root)
+        for name in carried:
+            column = table.column(name) if name in present else pa.nulls(len(out), pa.int64())
+            out = out.append_column(name, column.cast(pa.int64()))
+        return out
 
     def finish(self) -> list[AddFile]:
         """Write everything buffered, close every file: the ``add`` actions, in writing order."""

@@ -38,3 +38,14 @@ def non_floating_leaves(schema: pa.Schema) -> bool | list[str]:
     ones (``True`` when there is none)."""
     leaves = leaf_paths(schema)
     return True if not any(f for _, f in leaves) else [p for p, f in leaves if not f]
+
+
+def dictionary_leaves(schema: pa.Schema, delta_encoded: tuple[str, ...]) -> bool | list[str]:
+    """pyarrow's ``use_dictionary``: :func:`non_floating_leaves` less the top-level columns
+    written with delta encoding instead (row tracking's materialized columns)."""
+    leaves = non_floating_leaves(schema)
+    if not delta_encoded:
+        return leaves
+    paths = [p for p, _ in leaf_paths(schema)] if leaves is True else leaves
+    assert isinstance(paths, list)
+    return [p for p in paths if p not in delta_encoded]

@@ -166,9 +166,14 @@ def _no_temp_files(root: Path) -> None:
 def test_racing_appends_commit_every_write_once(tmp_path: Path) -> None:
     """8 processes x 25 appends: versions 0..200 contiguous, each version holds exactly the
     rows of the one write that says (userMetadata) it made it and that got it back from
-    write_table, readVersion < version, every id read back once by deltalake."""
+    write_table, readVersion < version, every id read back once by deltalake. The table tracks
+    rows: the retries' row ids tile 0..n-1 exactly, each commit's high-water mark is its last
+    id, and each add's defaultRowCommitVersion is its commit's version."""
     root = tmp_path / "t"
-    write_table(str(root), _rows(_ids(PROCESSES, 0)), user_metadata=f"{PROCESSES}:0")
+    conf = {"delta.enableRowTracking": "true"}
+    write_table(
+        str(root), _rows(_ids(PROCESSES, 0)), user_metadata=f"{PROCESSES}:0", configuration=conf
+    )
     jobs = [(_appender, (str(root), proc)) for proc in range(PROCESSES)]
     returned = _race(tmp_path, jobs)
 
@@ -187,6 +192,21 @@ def test_racing_appends_commit_every_write_once(tmp_path: Path) -> None:
         assert _added_ids(root, actions) == _ids(proc, i), f"version {version} mixes writes"
     for proc, versions in enumerate(returned):
         assert versions == [by_tag[f"{proc}:{i}"] for i in range(APPENDS)]
+    ranges = []
+    for version, actions in commits.items():
+        adds = _files(actions, "add")
+        assert {a["defaultRowCommitVersion"] for a in adds} == {version}
+        spans = [(a["baseRowId"], json.loads(a["stats"])["numRecords"]) for a in adds]
+        (mark,) = [
+            json.loads(d["configuration"])["rowIdHighWaterMark"]
+            for d in _files(actions, "domainMetadata")
+        ]
+        assert mark == max(base + n - 1 for base, n in spans)
+        ranges += spans
+    ranges.sort()
+    assert [base for base, _ in ranges] == [
+        sum(n for _, n in ranges[:k]) for k in range(len(ranges))
+    ]
     expected = sorted(
         (x, "a")
         for proc in range(PROCESSES + 1)

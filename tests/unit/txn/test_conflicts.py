@@ -254,7 +254,7 @@ def test_protocol_upgrade_keeping_features_passes(part: Path) -> None:
     # (1, 2) implies appendOnly and invariants; listing them keeps them (a features protocol).
     winner = _built(1, Protocol(1, 7, None, _LEGACY), operation="UPGRADE PROTOCOL")
     pending = _pending(snap, [_add("a.parquet")], where=["p = 1"])
-    assert check_conflicts(pending, winner) is pending
+    assert check_conflicts(pending, winner).actions is pending.actions
 
 
 def test_protocol_deltalog_cannot_read(part: Path) -> None:
@@ -268,11 +268,11 @@ def test_protocol_deltalog_cannot_read(part: Path) -> None:
 
 def test_protocol_deltalog_cannot_write(part: Path) -> None:
     snap = _snapshot(part)
-    winner = _built(1, Protocol(1, 7, None, (*_LEGACY, "domainMetadata", "rowTracking")))
+    winner = _built(1, Protocol(1, 7, None, (*_LEGACY, "allowColumnDefaults")))
     with pytest.raises(UnsupportedFeatureError) as info:
         check_conflicts(_pending(snap, [_add("a.parquet")]), winner)
     assert info.value.error_class == "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE"
-    assert "rowTracking" in str(info.value)
+    assert "allowColumnDefaults" in str(info.value)
 
 
 def test_two_writers_creating_one_table(tmp_path: Path) -> None:
@@ -327,7 +327,7 @@ def test_metadata_enabling_deletion_vectors_is_adopted(part: Path) -> None:
     conf = {**snap.metadata.configuration, "delta.enableDeletionVectors": "true"}
     winner = _built(2, dataclasses.replace(snap.metadata, configuration=conf))
     pending = _pending(snap, [_add("a.parquet")], where=["p = 3"])
-    assert check_conflicts(pending, winner) is pending
+    assert check_conflicts(pending, winner).actions is pending.actions
     # Disabling is not an enablement, and without the feature the property cannot be adopted.
     off = dataclasses.replace(snap.metadata, configuration={"delta.enableDeletionVectors": "x"})
     _check_raises(pending, _built(2, off), MetadataChangedException, "DELTA_METADATA_CHANGED")
@@ -369,7 +369,7 @@ def test_metadata_column_mapping_enablement_is_adopted(part: Path) -> None:
     md = dataclasses.replace(snap.metadata, schema_string=json.dumps(schema), configuration=conf)
     pending = _pending(snap, [_add("a.parquet")], where=["p = 3"])
     cm = Protocol(2, 7, None, (*_LEGACY, "columnMapping"))
-    assert check_conflicts(pending, _built(1, cm, md)) is pending
+    assert check_conflicts(pending, _built(1, cm, md)).actions is pending.actions
     # Without column mapping in the protocol it conflicts.
     _check_raises(pending, _built(1, md), MetadataChangedException, "DELTA_METADATA_CHANGED")
 
@@ -379,7 +379,7 @@ def test_metadata_identity_high_water_mark_only(part: Path) -> None:
     md = dataclasses.replace(snap.metadata, schema_string=(snap.metadata.schema_string or "") + " ")
     tags = {"tags": {"delta.identity.schemaUpdate": "true"}}
     pending = _pending(snap, [_add("a.parquet")], where=["p = 3"])
-    assert check_conflicts(pending, _built(1, md, extra=tags)) is pending
+    assert check_conflicts(pending, _built(1, md, extra=tags)).actions is pending.actions
     _check_raises(pending, _built(1, md), MetadataChangedException, "DELTA_METADATA_CHANGED")
     ours = dataclasses.replace(snap.metadata, description="mine")
     _check_raises(

@@ -22,6 +22,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from deltalog import row_tracking
 from deltalog.actions import DomainMetadata
 from deltalog.commands.ddl.create_table import CLUSTERING_DOMAIN
 from deltalog.commands.optimize.arrow import read_live_rows
@@ -58,18 +59,22 @@ def remove_column_mapping(delta_log: DeltaLog, snapshot: Snapshot, feature: str)
     schema = drop_column_mapping_metadata(current.schema)
     conf = {k: v for k, v in current.metadata.configuration.items() if k not in _CONF_REMOVED}
     conf["delta.columnMapping.mode"] = "none"
+    # Row tracking enabled: the rows keep their ids and commit versions.
+    tracking = row_tracking.materialized_columns(current.protocol, current.metadata)
     layout = replace(
         WriteLayout.of(current, data_change=False),
         schema=schema,
         column_mapping_mode="none",
         configuration=conf,
+        carried_columns=tracking.names if tracking is not None else (),
     )
     files = current.all_files_arrow()
     adds = []
     with DataFileWriter(delta_log.store, layout) as writer:
         for row in files.to_pylist():
-            writer.add(read_live_rows(current, delta_log.store, row))
+            writer.add(read_live_rows(current, delta_log.store, row, tracking))
         adds = writer.finish()
+    txn.row_tracking_preserved = tracking is not None
     removes = remove_actions(files, int(time.time() * 1000))
     txn.update_metadata(
         replace(current.metadata, schema_string=schema.to_json(), configuration=conf)

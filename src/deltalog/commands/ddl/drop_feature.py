@@ -42,13 +42,14 @@ from dataclasses import replace
 
 import pyarrow.compute as pc
 
-from deltalog.actions import DeletionVectorDescriptor, RemoveFile
+from deltalog.actions import Action, DeletionVectorDescriptor, RemoveFile
+from deltalog.commands.ddl import row_tracking_backfill
 from deltalog.commands.ddl.drop_column_mapping import remove_column_mapping
 from deltalog.commands.ddl.drop_type_widening import remove_type_widening
 from deltalog.commands.ddl.protocol_change import set_table_properties, unset_table_properties
 from deltalog.commands.optimize import commit as opt_commit
 from deltalog.commands.optimize import plan as opt
-from deltalog.commands.optimize.arrow import write_bins
+from deltalog.commands.optimize.arrow import keeps_row_ids, write_bins
 from deltalog.deletion_vectors import dv_file_path
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import manage as manage_errors
@@ -208,6 +209,7 @@ def _purge_deletion_vectors(delta_log: DeltaLog, snapshot: Snapshot, feature: st
     if plan.bins:
         plan.track_reads(txn)
         adds = write_bins(plan, delta_log.store)
+        txn.row_tracking_preserved = keeps_row_ids(plan.snapshot)
         removes = opt_commit.remove_actions(plan.files, int(time.time() * 1000))
         op = operations.reorg_purge([]).with_metrics(opt_commit.commit_metrics(adds, removes))
         opt_commit.commit(delta_log, txn, plan, [*removes, *adds], op)
@@ -297,6 +299,7 @@ _PRE_DOWNGRADE: dict[str, PreDowngrade] = {
     "v2Checkpoint": _classic_checkpoints,
     "inCommitTimestamp": _disable_in_commit_timestamps,
     CHECKPOINT_PROTECTION: _truncate_protected_history,
+    "rowTracking": lambda log, snapshot, feature: row_tracking_backfill.suspend_and_unbackfill(log),
 }
 # Reader-writer features whose traces deltalog does not remove (the reference rewrites the
 # table for them): dropping them is refused while they are in use.
@@ -347,9 +350,7 @@ def _ict_traces(snapshot: Snapshot, conf: Mapping[str, str]) -> tuple[str, str] 
 
 
 def _row_tracking_traces(snapshot: Snapshot, conf: Mapping[str, str]) -> tuple[str, str] | None:
-    if conf.get("delta.enableRowTracking", "false").lower() != "false":
-        return "delta.enableRowTracking", "set delta.enableRowTracking=false first."
-    return None
+    return row_tracking_backfill.traces(snapshot)
 
 
 def _domain_traces(snapshot: Snapshot, conf: Mapping[str, str]) -> tuple[str, str] | None:
@@ -478,9 +479,13 @@ def _downgrade(
             PROTECTION_VERSION_KEY: str(snapshot.version + 1),
         }
         txn.update_metadata(replace(snapshot.metadata, configuration=conf))
+    actions: list[Action] = []
+    if feature == "rowTracking":  # its properties and domain go with the feature
+        conf, actions = row_tracking_backfill.downgrade_changes(snapshot)
+        txn.update_metadata(replace(snapshot.metadata, configuration=conf))
     txn.update_protocol(_normalize(remaining, readers))
     txn.allow_protocol_downgrade = True
-    return txn.commit([], operations.drop_table_feature(name, truncate_history))
+    return txn.commit(actions, operations.drop_table_feature(name, truncate_history))
 
 
 # -- history: barrier checkpoints, truncation ----------------------------------------------------

@@ -28,7 +28,7 @@ from deltalog import errors
 from deltalog.commands.ddl.protocol_change import unset_table_properties
 from deltalog.commands.optimize import commit as opt_commit
 from deltalog.commands.optimize import plan as opt
-from deltalog.commands.optimize.arrow import write_bins
+from deltalog.commands.optimize.arrow import keeps_row_ids, write_bins
 from deltalog.data_files import physical_schema
 from deltalog.delta_log import DeltaLog
 from deltalog.log.snapshot import Snapshot
@@ -93,6 +93,7 @@ def rewrite_narrow_files(delta_log: DeltaLog) -> int:
     plan = opt.plan_rewrite(txn.snapshot, files)
     plan.track_reads(txn)
     adds = write_bins(plan, delta_log.store)
+    txn.row_tracking_preserved = keeps_row_ids(plan.snapshot)
     removes = opt_commit.remove_actions(files, int(time.time() * 1000))
     op = operations.Operation("REORG", {"predicate": [], "applyPurge": False})
     metrics = opt_commit.commit_metrics(adds, removes)

@@ -2,7 +2,9 @@
 ``AlterTableUnsetPropertiesDeltaCommand``, ``AlterTableDropFeatureDeltaCommand`` and
 ``DeltaLog.upgradeProtocol``). Pure core.
 
-* :func:`set_table_properties` commits ``SET TBLPROPERTIES``: the new keys merged into the
+* :func:`set_table_properties` commits ``SET TBLPROPERTIES``: (enabling row tracking first adds
+  the feature and backfills row ids: :mod:`~deltalog.commands.ddl.row_tracking_backfill`) the
+  new keys merged into the
   configuration; ``delta.minReaderVersion``, ``delta.minWriterVersion`` and
   ``delta.feature.<name>=supported`` are folded into the protocol by the committer (features close
   over their dependencies, legacy protocols become table-feature protocols the reference's way)
@@ -21,6 +23,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from deltalog.actions import Protocol
+from deltalog.commands.ddl.row_tracking_backfill import (
+    enablement_tags,
+    enables_row_tracking,
+    prepare_enablement,
+)
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import manage as manage_errors
 from deltalog.features import (
@@ -48,13 +55,20 @@ def set_table_properties(
         UnsupportedFeatureError: the resulting protocol is one deltalog cannot write.
     """
     delta_log = DeltaLog.for_table(path, store=store)
+    _require(delta_log.update(), delta_log)
+    tags = None
+    if enables_row_tracking(delta_log, properties):
+        # The reference's enablement: the feature, then ids for every file, then the property.
+        props = validate_new_properties(dict(properties), delta_log.table_root)
+        prepare_enablement(delta_log)
+        tags = enablement_tags(props)
     txn = delta_log.start_transaction()
     snapshot = _require(txn.snapshot, delta_log)
     props = validate_new_properties(dict(properties), snapshot.table_root)
     _log_ignored_downgrade(snapshot, props)
     configuration = {**snapshot.metadata.configuration, **props}
     txn.update_metadata(replace(snapshot.metadata, configuration=configuration))
-    return txn.commit([], operations.set_table_properties(props))
+    return txn.commit([], operations.set_table_properties(props), tags=tags)
 
 
 def unset_table_properties(

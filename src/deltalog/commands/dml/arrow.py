@@ -287,9 +287,14 @@ def _assign(
     values: Mapping[str, NewValue],
     types: Mapping[str, pa.DataType],
 ) -> pa.Table:
-    """``rows`` with ``values`` set where ``hit`` is true."""
+    """``rows`` with ``values`` set where ``hit`` is true (an updated row's commit version,
+    when the rows carry one, becomes null: the commit's own)."""
     columns = []
+    version = job.tracking.row_commit_version if job.tracking is not None else None
     for name in rows.column_names:
+        if name == version:
+            columns.append(pc.if_else(hit, pa.scalar(None, pa.int64()), rows.column(name)))
+            continue
         value = values.get(name)
         if value is None:
             columns.append(rows.column(name))

@@ -13,13 +13,14 @@ import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog import errors
+from deltalog import errors, row_tracking
 from deltalog.actions import Action, DeletionVectorDescriptor, remove_action
 from deltalog.commands.dml.file_changes import (
     CHANGE_TYPE,
@@ -85,6 +86,11 @@ class DmlJob:
         self.operation = operation
         self.plan = dml_plan(self.txn, operation)
         self.layout = TableLayout.of(snapshot)
+        # Row tracking enabled: rows read carry their ids and commit versions (the
+        # materialized columns) into every data file written, so rewrites keep them.
+        self.tracking = row_tracking.materialized_columns(snapshot.protocol, snapshot.metadata)
+        if self.tracking is not None:
+            txn.row_tracking_preserved = True
         self.changes = FileChanges()
         self.now = now_ms()
         self.scan_ms = self.rewrite_ms = 0
@@ -186,6 +192,7 @@ class DmlJob:
             ]
         data = read_parquet(resolve(self.root, row["path"]), self.root, columns=physical)
         index = np.arange(data.num_rows, dtype=np.uint64)
+        tracking = self._row_tracking(row, data, index) if columns is None else None
         dv = row.get("deletionVector")
         if dv:
             descriptor = DeletionVectorDescriptor.from_dict(dv)
@@ -193,6 +200,8 @@ class DmlJob:
             keep = np.ones(data.num_rows, dtype=bool)
             keep[deleted[deleted < data.num_rows].astype(np.int64)] = False
             data, index = data.filter(pa.array(keep)), index[keep]
+            if tracking is not None:
+                tracking = tracking.filter(pa.array(keep))
         rows = to_logical(
             data,
             schema,
@@ -200,9 +209,36 @@ class DmlJob:
             layout.column_mapping_mode,
             dict(row.get("partitionValues") or []),
         )
+        if tracking is not None:
+            for name in tracking.column_names:
+                rows = rows.append_column(name, tracking.column(name))
         with self._lock:
             self.scan_ms += elapsed_ms_since(started)
         return rows, index
+
+    def _row_tracking(
+        self, row: Mapping[str, Any], data: pa.Table, index: np.ndarray
+    ) -> pa.Table | None:
+        """The row ids and commit versions of a file's rows (all of them, before deleted rows
+        are dropped), named as the table's materialized columns."""
+        if self.tracking is None:
+            return None
+        return row_tracking.read_values(self.tracking, row, data, index)
+
+    def carried(self, rows: pa.Table) -> list[str]:
+        """The row-tracking columns ``rows`` carry (read by :meth:`read`)."""
+        if self.tracking is None:
+            return []
+        return [n for n in self.tracking.names if n in rows.column_names]
+
+    def updated(self, new: pa.Table, old: pa.Table) -> pa.Table:
+        """Updated rows ``new`` keep the ids of ``old`` (the same rows before the update,
+        in order); their commit version becomes null: the commit's own."""
+        if self.tracking is None or self.tracking.row_id not in old.column_names:
+            return new
+        ids = old.column(self.tracking.row_id)
+        new = new.drop_columns(self.carried(new)).append_column(self.tracking.row_id, ids)
+        return new.append_column(self.tracking.row_commit_version, pa.nulls(len(new), pa.int64()))
 
     def over_files(self, files: Iterable[U], work: Callable[[U], T]) -> Generator[T, None, None]:
         """``work(file)`` for each file (or any piece of work), on threads, a few ahead of the
@@ -230,7 +266,10 @@ class DmlJob:
         if rows.num_rows == 0:
             return
         started = time.monotonic()
-        writer = self._writer("data", self.plan.layout, change_data=False)
+        layout = self.plan.layout
+        if self.tracking is not None:
+            layout = replace(layout, carried_columns=self.tracking.names)
+        writer = self._writer("data", layout, change_data=False)
         for batch in rows.to_batches():
             if check:
                 check_batch(self.plan, batch)
@@ -243,6 +282,7 @@ class DmlJob:
             return
         started = time.monotonic()
         writer = self._writer("cdc", change_data_layout(self.plan.layout), change_data=True)
+        rows = rows.drop_columns(self.carried(rows))  # change data keeps no row ids
         kinds = pa.array([change_type] * rows.num_rows, pa.string())
         writer.add(rows.append_column(CHANGE_TYPE, kinds))
         self._took(started)

@@ -343,7 +343,7 @@ class _Merge:
         self.updated = int(np.count_nonzero(action == UPDATE))
         self.matched_deleted = int(np.count_nonzero((action == DELETE) & matched))
         self.by_source_deleted = int(np.count_nonzero((action == DELETE) & ~matched))
-        data = target.select(data_names)
+        data = target.select([*data_names, *job.carried(target)])  # + row ids, if tracked
         source_of = np.full(target.num_rows, -1, dtype=np.int64)
         source_of[target_at] = source_at
         updating = action == UPDATE
@@ -353,6 +353,7 @@ class _Merge:
             if self.updated
             else job.empty_rows()
         )
+        new = job.updated(new, old)  # updated rows keep their row ids
         inserts = self._unmatched(source, source_at, data_names)
         self.inserted = inserts.num_rows
         touched = np.unique(file_of[acted])

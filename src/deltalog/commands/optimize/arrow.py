@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from deltalog import errors
+from deltalog import errors, row_tracking
 from deltalog.actions import AddFile, DeletionVectorDescriptor
 from deltalog.commands.optimize.commit import commit_bins, optimize_metrics
 from deltalog.commands.optimize.plan import GIB, Bin, OptimizePlan, OptimizeSettings, plan_optimize
@@ -104,14 +104,22 @@ def optimize(
     plan = plan_optimize(snapshot, where, tuple(z_order_by or ()), settings)
     plan.track_reads(txn)
     adds = write_bins(plan, log.store)
+    txn.row_tracking_preserved = keeps_row_ids(plan.snapshot)
     removes = commit_bins(log, txn, plan, adds)
     return optimize_metrics(plan, adds, removes, start_ms=started).to_dict()
 
 
 def write_bins(plan: OptimizePlan, store: LogStore) -> list[AddFile]:
     """Write every bin of ``plan``; the ``add`` actions (``dataChange=false``). On failure
-    every file written so far is deleted."""
-    layout = WriteLayout.of(plan.snapshot, target_file_size=_ONE_FILE, data_change=False)
+    every file written so far is deleted. With row tracking enabled the rows keep their ids
+    and commit versions (the materialized columns: see :func:`keeps_row_ids`)."""
+    tracking = _tracking(plan.snapshot)
+    layout = WriteLayout.of(
+        plan.snapshot,
+        target_file_size=_ONE_FILE,
+        data_change=False,
+        carried_columns=tracking.names if tracking is not None else (),
+    )
     written: list[AddFile] = []
     try:
         for b in plan.bins:
@@ -173,30 +181,37 @@ def _read_bin(
             held = 0
         chunks[-1].append(row)
         held += row.get("size") or 0
+    tracking = _tracking(snapshot)
     with ThreadPoolExecutor(1, thread_name_prefix="deltalog-optimize") as pool:
-        ahead = pool.submit(read_live_files, snapshot, store, chunks[0])
+        ahead = pool.submit(read_live_files, snapshot, store, chunks[0], tracking)
         for chunk in chunks[1:]:
             rows = ahead.result()
-            ahead = pool.submit(read_live_files, snapshot, store, chunk)
+            ahead = pool.submit(read_live_files, snapshot, store, chunk, tracking)
             yield rows
         yield ahead.result()
 
 
 def read_live_files(
-    snapshot: Snapshot, store: LogStore, files: Sequence[Mapping[str, Any]]
+    snapshot: Snapshot,
+    store: LogStore,
+    files: Sequence[Mapping[str, Any]],
+    tracking: row_tracking.MaterializedColumns | None = None,
 ) -> pa.Table:
     """The live rows of ``files`` (log ``add`` rows), in order: deletion vectors applied,
-    partition values added; one pyarrow scan where it can read them all."""
+    partition values added; one pyarrow scan where it can read them all. With ``tracking``,
+    each row's id and commit version too (read file by file, as :func:`read_live_rows`)."""
     layout = TableLayout.of(snapshot)
     lowered = {c.lower() for c in layout.partition_columns}
     fields = [f for f in layout.schema.fields if f.name.lower() not in lowered]
     read = None
-    if layout.column_mapping_mode != "id":  # one scan finds columns by name only
+    if layout.column_mapping_mode != "id" and tracking is None:  # one scan: columns by name
         paths = [_resolve(snapshot, r["path"]) for r in files]
         read = read_parquet_files(paths, physical_schema(fields, layout.column_mapping_mode))
     if read is None:
-        parts = list(_read_ahead(lambda r: read_live_rows(snapshot, store, r), files))
-        return pa.concat_tables(parts) if parts else snapshot.schema.to_arrow().empty_table()
+        parts = list(_read_ahead(lambda r: read_live_rows(snapshot, store, r, tracking), files))
+        if not parts:
+            return snapshot.schema.to_arrow().empty_table()
+        return pa.concat_tables(parts, promote_options="default")
     data, file_of_row = read
     keep = _live(snapshot, store, files, file_of_row)
     if keep is not None:
@@ -250,23 +265,46 @@ def _read_ahead(
             yield ahead.popleft().result()
 
 
-def read_live_rows(snapshot: Snapshot, store: LogStore, row: Mapping[str, Any]) -> pa.Table:
-    """A live file's logical rows: deletion vector applied, partition values added."""
+def read_live_rows(
+    snapshot: Snapshot,
+    store: LogStore,
+    row: Mapping[str, Any],
+    tracking: row_tracking.MaterializedColumns | None = None,
+) -> pa.Table:
+    """A live file's logical rows: deletion vector applied, partition values added; with
+    ``tracking``, each row's id and commit version too (under the materialized columns'
+    names)."""
     root = snapshot.table_root
     data = read_parquet(_resolve(snapshot, row["path"]), root)
+    ids = row_tracking.read_values(tracking, row, data) if tracking is not None else None
     dv = row.get("deletionVector")
     if dv:
         deleted = read_deletion_vector(store, root, DeletionVectorDescriptor.from_dict(dv))
         keep = np.ones(data.num_rows, dtype=bool)
         keep[deleted[deleted < data.num_rows].astype(np.int64)] = False
         data = data.filter(pa.array(keep))
-    return to_logical(
+        ids = ids.filter(pa.array(keep)) if ids is not None else None
+    rows = to_logical(
         data,
         snapshot.schema,
         snapshot.partition_columns,
         snapshot.column_mapping_mode,
         dict(row.get("partitionValues") or []),
     )
+    if ids is not None:
+        for name in ids.column_names:
+            rows = rows.append_column(name, ids.column(name))
+    return rows
+
+
+def keeps_row_ids(snapshot: Snapshot) -> bool:
+    """Whether :func:`write_bins` carries row ids over (row tracking enabled): the caller's
+    transaction then commits as preserving them."""
+    return _tracking(snapshot) is not None
+
+
+def _tracking(snapshot: Snapshot) -> row_tracking.MaterializedColumns | None:
+    return row_tracking.materialized_columns(snapshot.protocol, snapshot.metadata)
 
 
 def _resolve(snapshot: Snapshot, path: str) -> str:

@@ -7,12 +7,13 @@ Files with no matching row are left alone.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog import errors
+from deltalog import errors, row_tracking
 from deltalog.actions import AddFile, DeletionVectorDescriptor, RemoveFile, remove_action
 from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logical
 from deltalog.deletion_vectors import read_deletion_vector
@@ -54,12 +55,16 @@ def rewrite_without(
         )
     layout = TableLayout.of(snapshot)
     candidates = txn.filter_files(predicate)
+    # Row tracking enabled: the rows kept keep their ids and commit versions.
+    tracking = row_tracking.materialized_columns(snapshot.protocol, snapshot.metadata)
+    if tracking is not None:
+        write_layout = replace(write_layout, carried_columns=tracking.names)
     writer = DataFileWriter(store, write_layout, task_id=1)
     removes: list[RemoveFile] = []
     deleted = copied = 0
     now = int(time.time() * 1000)
     for row in candidates.to_pylist():
-        rows = _read_logical(layout, store, row)
+        rows = _read_logical(layout, store, row, tracking)
         hit = is_true(evaluate(predicate, rows, table=txn.table_root))
         matched = int(pc.sum(hit).as_py() or 0)
         if matched == 0:
@@ -74,9 +79,20 @@ def rewrite_without(
     return removes, writer.finish(), metrics
 
 
-def _read_logical(layout: TableLayout, store: LogStore, row: dict) -> pa.Table:
+def _read_logical(
+    layout: TableLayout,
+    store: LogStore,
+    row: dict,
+    tracking: row_tracking.MaterializedColumns | None,
+) -> pa.Table:
     path = resolve(layout.table_root, row["path"])
     data = read_parquet(path, layout.table_root)
+    if tracking is not None:  # ids of every physical row, before deleted ones are dropped
+        ids = row_tracking.read_values(tracking, row, data)
+        data = data.drop_columns([n for n in ids.column_names if n in data.column_names])
+        data = pa.Table.from_arrays(
+            [*data.columns, *ids.columns], names=[*data.column_names, *ids.column_names]
+        )
     dv = row.get("deletionVector")
     if dv:
         descriptor = DeletionVectorDescriptor.from_dict(dv)
@@ -84,6 +100,9 @@ def _read_logical(layout: TableLayout, store: LogStore, row: dict) -> pa.Table:
             data, read_deletion_vector(store, layout.table_root, descriptor), keep_listed=False
         )
     values = dict(row.get("partitionValues") or [])
-    return to_logical(
+    rows = to_logical(
         data, layout.schema, layout.partition_columns, layout.column_mapping_mode, values
     )
+    for name in tracking.names if tracking is not None else ():
+        rows = rows.append_column(name, data.column(name))
+    return rows

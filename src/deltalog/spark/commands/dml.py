@@ -45,6 +45,7 @@ from deltalog.commands.write.write_into_delta import dml_plan
 from deltalog.scan.predicate import Predicate, parse_predicate
 from deltalog.scan.row_filter import typed_partitions
 from deltalog.spark.commands.local_dml import local_job, run_local, sql_values
+from deltalog.spark.commands.row_ids import carrying, updated_row_ids, without_row_ids
 from deltalog.spark.commands.vector_job import Marks, MarkSpec, mark_rows, numbered, read_task
 from deltalog.spark.conditions import (
     condition_column,
@@ -54,6 +55,7 @@ from deltalog.spark.conditions import (
     partition_mask,
 )
 from deltalog.spark.read.common import FILE, ROW, WHOLE, file_keys
+from deltalog.spark.read.row_tracking import tracked_scan
 from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import empty_frame, to_arrow
@@ -288,11 +290,11 @@ def _rewrite_without(
     if not touched.files.num_rows:
         return 0
     snapshot = _snapshot(txn)
-    plan = dml_plan(txn, operation)
-    df = scan_dataframe(spark, snapshot, txn.log.store, touched.files)
+    df, tracking = tracked_scan(spark, snapshot, txn.log.store, touched.files, operation.name)
+    plan = carrying(txn, dml_plan(txn, operation), tracking)
     adds, _ = write_rows(df.where(~hit), plan)
     if settings.change_data_feed:
-        gone = df.where(hit).withColumn(CHANGE_TYPE, F.lit("delete"))
+        gone = without_row_ids(df, tracking).where(hit).withColumn(CHANGE_TYPE, F.lit("delete"))
         changes.cdc = write_change_rows(gone, plan)
     changes.adds = adds
     changes.removes = remove_files(touched.files)
@@ -378,10 +380,10 @@ def _update_copy_on_write(
     if not touched.files.num_rows:
         return 0
     snapshot = _snapshot(txn)
-    plan = dml_plan(txn, operation)
-    df = scan_dataframe(spark, snapshot, txn.log.store, touched.files)
+    df, tracking = tracked_scan(spark, snapshot, txn.log.store, touched.files, "UPDATE")
+    plan = carrying(txn, dml_plan(txn, operation), tracking)
     new_values = updated_columns(df, snapshot, targets, hit)
-    adds, _ = write_rows(df.select(*new_values), plan)
+    adds, _ = write_rows(df.select(*new_values, *updated_row_ids(df, tracking, hit)), plan)
     changes.adds.extend(adds)
     changes.removes = remove_files(touched.files)
     if DmlSettings.for_snapshot(snapshot).change_data_feed:
@@ -416,10 +418,11 @@ def _update_with_vectors(
     if not marks.files.num_rows:
         return 0, 0
     try:
-        df = scan_dataframe(spark, snapshot, txn.log.store, marks.files)
+        df, tracking = tracked_scan(spark, snapshot, txn.log.store, marks.files, "UPDATE")
         new_values = updated_columns(df, snapshot, targets, hit)
-        plan = dml_plan(txn, operation)
-        adds, _ = write_rows(df.where(hit).select(*new_values), plan)
+        plan = carrying(txn, dml_plan(txn, operation), tracking)
+        updated = df.where(hit).select(*new_values, *updated_row_ids(df, tracking, hit))
+        adds, _ = write_rows(updated, plan)
         add_marks(marks, changes)
         changes.adds.extend(adds)
         if DmlSettings.for_snapshot(snapshot).change_data_feed:

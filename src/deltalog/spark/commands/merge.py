@@ -42,7 +42,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from deltalog import errors
+from deltalog import errors, row_tracking
 from deltalog.actions import Action
 from deltalog.commands.dml.file_changes import (
     DmlSettings,
@@ -81,15 +81,18 @@ from deltalog.spark.commands.merge_clauses import (
     check_clauses,
 )
 from deltalog.spark.commands.merge_source import materialized
+from deltalog.spark.commands.row_ids import carrying, updated_row_ids
 from deltalog.spark.commands.vector_job import Marks, MarkSpec, mark_rows, numbered
 from deltalog.spark.conditions import condition_column, condition_sql
 from deltalog.spark.read.common import FILE, ROW, file_keys
-from deltalog.spark.read.scan import scan_dataframe
+from deltalog.spark.read.row_tracking import tracked_scan
 from deltalog.spark.session import conf_get
 from deltalog.spark.write.batch import write_change_rows, write_rows
 from deltalog.txn import operations
 
 AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
+# The acted rows' row ids (row tracking), kept from phase 1 for the rows deletion vectors write.
+_ROW_ID_IMAGE = "__deltalog_row_id"
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -246,7 +249,11 @@ class MergeCommand:
 
     def _execute(self) -> tuple[FileChanges, int, int]:
         files = self.txn.filter_files(self._target_predicate())
-        self.plan = dml_plan(self.txn, self.operation)
+        # Row tracking enabled: rewritten rows carry their ids (updated ones: a null version).
+        self.tracking = row_tracking.materialized_columns(
+            self.snapshot.protocol, self.snapshot.metadata
+        )
+        self.plan = carrying(self.txn, dml_plan(self.txn, self.operation), self.tracking)
         self._check_identity()
         changes = FileChanges()
         t0 = time.monotonic()
@@ -285,7 +292,9 @@ class MergeCommand:
             frames = [f[0] for f in (updated, inserted) if f is not None]
         if not frames:
             return changes, scan_ms, _elapsed_ms(t0)
-        data = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+        data = frames[0]
+        if len(frames) == 2:  # inserted rows have no row-tracking columns: null, fresh ids
+            data = data.unionByName(frames[1], allowMissingColumns=True)
         adds, _ = write_rows(data, self.plan)
         changes.adds.extend(adds)
         if rewrites:
@@ -346,7 +355,7 @@ class MergeCommand:
 
     def _target(self, files: pa.Table, *, row_ids: bool = True) -> Any:
         store = self.txn.log.store
-        df = scan_dataframe(self.spark, self.snapshot, store, files, row_ids=row_ids)
+        df, _ = tracked_scan(self.spark, self.snapshot, store, files, "MERGE", row_ids=row_ids)
         df = df.alias(self.alias) if self.alias else df
         return df.withColumn(TARGET_PRESENT, F.lit(True))
 
@@ -416,6 +425,8 @@ class MergeCommand:
         reads only what the conditions and the other assignments use."""
         values = self.acts.value_exprs(acted, target, {MATCHED, BY_SOURCE}, acted_only=True)
         columns = [value.alias(NEW + name) for name, value in values]
+        if self.tracking is not None:  # updated rows keep their ids, take the new version
+            columns.append(target[f"`{self.tracking.row_id}`"].alias(_ROW_ID_IMAGE))
         if self.settings.change_data_feed:
             columns += [target[f"`{n}`"].alias(n) for n in self.snapshot.schema.names]
         return columns
@@ -425,7 +436,14 @@ class MergeCommand:
         acted = self._acted
         names = [c[len(NEW) :] for c in acted.columns if c.startswith(NEW)]
         values = [acted[f"`{NEW}{n}`"].alias(n) for n in names]
-        updates = acted.where(F.col(ACTION).isin(self.acts.ids("update"))).select(*values)
+        ids: list[Any] = []
+        if self.tracking is not None:
+            null = F.lit(None).cast("long")
+            ids = [
+                acted[_ROW_ID_IMAGE].alias(self.tracking.row_id),
+                null.alias(self.tracking.row_commit_version),
+            ]
+        updates = acted.where(F.col(ACTION).isin(self.acts.ids("update"))).select(*values, *ids)
         return updates, acted, values, acted if self.settings.change_data_feed else None
 
     def _updates_from_source(self) -> bool:
@@ -434,8 +452,8 @@ class MergeCommand:
         clause updates. Then an updated row's values are the source row's, so the scan that
         finds the acted rows keeps only their source ids: the source crosses to the tasks
         with the columns the conditions need, not whole (see :meth:`_source_writes`)."""
-        if self.settings.change_data_feed:
-            return False
+        if self.settings.change_data_feed or self.tracking is not None:
+            return False  # the change feed's old values, or the rows' ids, need the target
         for clause in self.clauses:
             if clause.action != "update":
                 continue
@@ -530,7 +548,8 @@ class MergeCommand:
         if not self.settings.deletion_vectors:
             keep = keep | act.isNull()
         values = self.acts.values(joined, target, {MATCHED, BY_SOURCE})
-        return joined.where(keep).select(*values), joined, values, target
+        ids = updated_row_ids(target, self.tracking, act.isin(self.acts.ids("update")))
+        return joined.where(keep).select(*values, *ids), joined, values, target
 
     def _inserted_rows(self) -> tuple[Any, Any, list[Any], Any]:
         """The source rows without a match that an insert clause takes."""

@@ -39,7 +39,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from deltalog import row_tracking
 from deltalog.actions import AddFile
+from deltalog.commands.optimize.arrow import keeps_row_ids
 from deltalog.commands.optimize.arrow import write_bins as local_write_bins
 from deltalog.commands.optimize.commit import commit_bins, optimize_metrics
 from deltalog.commands.optimize.plan import Bin, OptimizePlan, OptimizeSettings, plan_optimize
@@ -52,10 +54,11 @@ from deltalog.commands.optimize.zorder import (
 from deltalog.commands.write.write_into_delta import WritePlan, dml_plan
 from deltalog.spark import captured
 from deltalog.spark.commands.dml import start
+from deltalog.spark.commands.row_ids import carrying
 from deltalog.spark.conditions import partition_matcher
 from deltalog.spark.engine import choose_engine
 from deltalog.spark.read.common import FILE, ROW, file_keys
-from deltalog.spark.read.scan import scan_dataframe
+from deltalog.spark.read.row_tracking import tracked_scan
 from deltalog.spark.session import arrow_to_df, conf_get, default_parallelism, to_arrow
 from deltalog.spark.write.batch import write_rows
 
@@ -115,6 +118,7 @@ def optimize(spark: Any, log: DeltaLog, where: list[str], z_order_by: tuple[str,
     read_bytes = int(sum(plan.files.column("size").to_pylist())) if plan.bins else 0
     if plan.bins and choose_engine(spark, plan.snapshot, read_bytes, "OPTIMIZE").local:
         adds = local_write_bins(plan, txn.log.store)  # same plan, rules and commit
+        txn.row_tracking_preserved = keeps_row_ids(plan.snapshot)
     else:
         adds = write_bins(spark, txn, plan)
     removes = commit_bins(log, txn, plan, adds)
@@ -128,7 +132,8 @@ def write_bins(spark: Any, txn: Transaction, plan: OptimizePlan) -> list[AddFile
     """Write every bin of ``plan`` as new files (``dataChange=false``); their adds."""
     if not plan.bins:
         return []
-    write_plan = _write_plan(txn, plan)
+    tracking = row_tracking.materialized_columns(plan.snapshot.protocol, plan.snapshot.metadata)
+    write_plan = carrying(txn, _write_plan(txn, plan), tracking)
     if not plan.z_order_by:
         return _compact(spark, txn, plan, write_plan)
     adds: list[AddFile] = []
@@ -160,8 +165,9 @@ def _compact(
     task (``coalesce(1)``, as the reference writes each bin: no shuffle of its rows), several
     bins' rows shuffled to one partition each."""
     snapshot = plan.snapshot
+    store = txn.log.store
     if len(plan.bins) == 1:
-        df = scan_dataframe(spark, snapshot, txn.log.store, plan.files)
+        df, _ = tracked_scan(spark, snapshot, store, plan.files, "OPTIMIZE")
         adds, _ = write_rows(df.coalesce(1), write_plan)
         return adds
     keys = partition_keys(len(plan.bins))
@@ -173,7 +179,7 @@ def _compact(
     bin_of_file = arrow_to_df(
         spark, pa.table(file_rows, schema=pa.schema({FILE: pa.string(), _BIN_KEY: pa.int64()}))
     )
-    df = scan_dataframe(spark, snapshot, txn.log.store, plan.files, row_ids=True)
+    df, _ = tracked_scan(spark, snapshot, store, plan.files, "OPTIMIZE", row_ids=True)
     df = df.join(F.broadcast(bin_of_file), on=FILE).repartition(len(plan.bins), _BIN_KEY)
     adds, _ = write_rows(df.drop(FILE, ROW, _BIN_KEY), write_plan)
     return adds
@@ -230,7 +236,7 @@ def _z_order(
     spark: Any, txn: Transaction, plan: OptimizePlan, b: Bin, write_plan: WritePlan
 ) -> list[AddFile]:
     """One partition: range-partitioned on the Z-value into about size / maxFileSize files."""
-    df = scan_dataframe(spark, plan.snapshot, txn.log.store, b.files)
+    df, _ = tracked_scan(spark, plan.snapshot, txn.log.store, b.files, "OPTIMIZE")
     cols = list(plan.z_order_by)
     bits = bits_per_column(len(cols))
     bounds = quantile_bounds(df, cols, _live_rows(b), bits)

@@ -20,6 +20,7 @@ from deltalog.delta_log import DeltaLog
 from deltalog.scan.plan import jvm_readable, snapshot_inputs
 from deltalog.spark.read.changes import changes_to_df
 from deltalog.spark.read.options import read_options, snapshot_for, storage_of
+from deltalog.spark.read.row_tracking import read_with_row_tracking
 from deltalog.spark.read.scan import read_snapshot
 from deltalog.spark.session import conf_get, session_time_zone
 from deltalog.spark.storage import jvm_reads, register_session
@@ -50,6 +51,9 @@ def load(
         return changes_to_df(spark, plan, log.store)
     snapshot = snapshot_for(opts, session_time_zone(spark))
     store = DeltaLog.for_table(opts["path"], storage_options=storage_of(opts).as_dict()).store
+    if opts.get("rowtracking", "false").strip().lower() == "true":
+        # Row ids need Spark's row_index: never the Python data source (its errors are typed).
+        return read_with_row_tracking(spark, snapshot, store)
     if python_source and not seam and not jvm_readable(snapshot_inputs(snapshot, store).paths):
         return None
     return read_snapshot(spark, snapshot, store)

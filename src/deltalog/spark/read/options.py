@@ -40,6 +40,8 @@ READ_OPTIONS = frozenset(
         "startingtimestamp",
         "endingversion",
         "endingtimestamp",
+        # deltalog's own: a _metadata column with the rows' ids (spark.read.row_tracking)
+        "rowtracking",
     }
 )
 

@@ -38,7 +38,7 @@ from deltalog.scan.plan import (
     snapshot_inputs,
     spark_file_uri,  # noqa: F401  (re-exported: the scan's join key)
 )
-from deltalog.schema import StructField, StructType, map_fields
+from deltalog.schema import PrimitiveType, StructField, StructType, map_fields
 from deltalog.schema import (
     read_schema as visible_schema,
 )
@@ -91,13 +91,15 @@ def scan_dataframe(
     row_ids: bool = False,
     whole: bool = False,
     inputs: ScanInputs | None = None,
+    carried: tuple[str, ...] = (),
 ) -> Any:
     """The live rows of ``files`` (rows of ``all_files_arrow()``; or those ``inputs`` were
     built from) with the table's logical columns; with ``row_ids``, also :data:`FILE` (the
     :func:`~deltalog.spark.read.common.file_keys` value of each row's file) and :data:`ROW`
     (its physical row index), which deletion vectors are made of; with ``whole`` too,
     :data:`WHOLE` (whether the task reading the row reads all of its file: Spark splits a
-    large file between tasks).
+    large file between tasks); ``carried`` names ``long`` parquet columns outside the schema
+    to read too, null in files without them (row tracking's materialized columns).
 
     On an object store the session's JVM cannot reach (no Hadoop connector), the files are
     read in Python tasks through the storage seam instead (:mod:`deltalog.spark.read.seam_scan`),
@@ -126,6 +128,8 @@ def scan_dataframe(
             empty = empty.select(
                 "*", F.lit(None).cast("string").alias(FILE), F.lit(None).cast("long").alias(ROW)
             )
+        if carried:
+            empty = empty.select("*", *(F.lit(None).cast("long").alias(n) for n in carried))
         return empty.withColumn(WHOLE, F.lit(True)) if whole else empty
     check_readable(snapshot.table_root, inputs.paths)
     field_ids = mode == "id"
@@ -135,6 +139,7 @@ def scan_dataframe(
         for f in schema.fields
         if from_paths or f.name.lower() not in partition_names
     ]
+    read_fields += [StructField(name, PrimitiveType("long"), True) for name in carried]
     read_schema = to_spark_schema(StructType(tuple(read_fields)))
     df = listed_read(spark, read_schema, inputs.paths, inputs.base_path, field_ids=field_ids)
     if df is None:
@@ -162,6 +167,7 @@ def scan_dataframe(
         df = df.join(F.broadcast(values), on=FILE, how="inner")
     extra = [df[FILE], df[ROW]] if row_ids else []
     extra += [df[WHOLE]] if whole else []
+    extra += [df[name] for name in carried]
     return df.select(*logical_columns(df, schema, partition_names, mode), *extra)
 
 

@@ -69,6 +69,8 @@ def can_write(spark: SparkSession, plan: WritePlan) -> bool:
         return False
     if is_connect(spark) and _session_settings(spark, plan.layout.schema):
         return False  # no session of the write's own to give the settings to
+    if plan.layout.carried_columns:
+        return False  # row ids outside the table's schema: deltalog's file writer carries them
     return plan.layout.column_mapping_mode == "none"
 
 
