@@ -182,6 +182,25 @@ def row_positions(file_of_row: np.ndarray) -> np.ndarray:
     return np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
 
 
+def rows_kept(
+    file_of_row: np.ndarray, files: int, listed: Mapping[int, tuple[np.ndarray, bool]]
+) -> np.ndarray | None:
+    """Which rows of a scan (rows grouped by file, in order, as :func:`read_parquet_files`
+    returns them) to keep: of each file ``i`` in ``listed`` (its row indexes, and whether to
+    keep only those or all but those), the rows so selected; of the other files, every row
+    (``None`` when ``listed`` is empty)."""
+    if not listed:
+        return None
+    keep = np.ones(len(file_of_row), dtype=bool)
+    positions = row_positions(file_of_row)
+    starts = np.searchsorted(file_of_row, np.arange(files + 1))
+    for i, (rows, keep_listed) in listed.items():
+        lo, hi = starts[i], starts[i + 1]
+        found = np.isin(positions[lo:hi], rows)
+        keep[lo:hi] = found if keep_listed else ~found
+    return keep
+
+
 def physical_schema(fields: Iterable[StructField], mode: str) -> pa.Schema:
     """The parquet schema of the data files: physical names and ``PARQUET:field_id``s under
     column mapping (nested fields too); every column optional, as Spark writes them."""

@@ -31,7 +31,7 @@ from deltalog.data_files import (
     TableLayout,
     physical_schema,
     read_parquet_files,
-    row_positions,
+    rows_kept,
     to_logical_files,
 )
 from deltalog.storage import is_remote, store_for
@@ -115,14 +115,7 @@ def _selection(
 ) -> np.ndarray | None:
     """Which rows the plan rows' deletion vectors keep (``None``: every row)."""
     vectors = {i: selected_rows(s, table_root, store) for i, s in enumerate(specs)}
-    selecting = {i: rows for i, rows in vectors.items() if rows is not None}
-    if not selecting:
-        return None
-    keep = np.ones(len(file_of_row), dtype=bool)
-    positions = row_positions(file_of_row)
-    starts = np.searchsorted(file_of_row, np.arange(len(specs) + 1))
-    for i, rows in selecting.items():
-        lo, hi = starts[i], starts[i + 1]
-        listed = np.isin(positions[lo:hi], rows)
-        keep[lo:hi] = listed if specs[i]["mode"] == ONLY_ROWS else ~listed
-    return keep
+    listed = {
+        i: (rows, specs[i]["mode"] == ONLY_ROWS) for i, rows in vectors.items() if rows is not None
+    }
+    return rows_kept(file_of_row, len(specs), listed)

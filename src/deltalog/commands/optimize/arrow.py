@@ -39,7 +39,7 @@ from deltalog.data_files import (
     physical_schema,
     read_parquet,
     read_parquet_files,
-    row_positions,
+    rows_kept,
     to_logical,
     to_logical_files,
 )
@@ -235,19 +235,13 @@ def _live(
 ) -> np.ndarray | None:
     """Which rows of a scan (rows grouped by file, in order) no deletion vector deletes
     (``None``: all of them)."""
-    vectors = [(i, r["deletionVector"]) for i, r in enumerate(files) if r.get("deletionVector")]
-    if not vectors:
-        return None
-    keep = np.ones(len(file_of_row), dtype=bool)
-    positions = row_positions(file_of_row)
-    starts = np.searchsorted(file_of_row, np.arange(len(files) + 1))
-    for i, dv in vectors:
-        deleted = read_deletion_vector(
-            store, snapshot.table_root, DeletionVectorDescriptor.from_dict(dv)
-        )
-        lo, hi = starts[i], starts[i + 1]
-        keep[lo:hi] = ~np.isin(positions[lo:hi], deleted)
-    return keep
+    root = snapshot.table_root
+    deleted = {
+        i: (read_deletion_vector(store, root, DeletionVectorDescriptor.from_dict(dv)), False)
+        for i, r in enumerate(files)
+        if (dv := r.get("deletionVector"))
+    }
+    return rows_kept(file_of_row, len(files), deleted)
 
 
 def _read_ahead(
