@@ -97,3 +97,14 @@ def _connect_session(spark: Any) -> Iterator[Any]:
     with contextlib.suppress(Exception):  # the JVM ends with the classic session anyway
         # Scala's default arguments, by their JVM names
         service.stop(getattr(service, "stop$default$1")(), getattr(service, "stop$default$2")())
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    """Tests that start Spark servers of their own run under ``./dev servers`` (which sets
+    DELTALOG_SERVER_TESTS; CI runs it), not in ``./dev test``."""
+    if os.environ.get("DELTALOG_SERVER_TESTS"):
+        return
+    skip = pytest.mark.skip(reason="starts Spark servers of its own: run by ./dev servers (CI)")
+    for item in items:
+        if "servers" in item.keywords:
+            item.add_marker(skip)

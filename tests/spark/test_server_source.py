@@ -4,7 +4,8 @@ never call ``deltalog.register()``: a Spark Connect client, and a Spark Declarat
 
 Each test starts its own server (a JVM of its own, in a child process whose Python finds
 deltalog, hence ``pyspark_deltalog``, on its path); the client code never imports deltalog.
-Tables are read back by delta-rs and DuckDB; expected rows come from the inputs."""
+Tables are read back by delta-rs and DuckDB; expected rows come from the inputs. They run under
+``./dev servers`` (CI runs it), not in ``./dev test``'s ten minutes."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ import pytest
 import deltalog
 from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
 
-pytestmark = [pytest.mark.spark, pytest.mark.connect]
+pytestmark = [pytest.mark.spark, pytest.mark.connect, pytest.mark.servers]
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "pipelines"
 SPARK_PIPELINES = Path(sys.executable).parent / "spark-pipelines"

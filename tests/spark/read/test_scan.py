@@ -18,6 +18,7 @@ from deltalog.tables import DeltaTable, read_table
 from tests.conformance.oracle import TABLES, discover_tables
 from tests.conformance.rows import assert_same_rows, canonical, oracle_rows
 from tests.conformance.test_oracle import DELTALAKE_DIFFERS, EXPECTED_ERRORS
+from tests.spark.confs import session_confs
 
 pytestmark = pytest.mark.spark
 
@@ -377,19 +378,24 @@ def _plan(df: Any) -> str:
 
 
 def test_every_entry_point_plans_sparks_parquet_scan(spark: Any, source_name: str) -> None:
-    """toDF(), format("delta") (latest, time travel, change feed) all plan Spark's own parquet
-    scan; a later filter on the partition column prunes files in that scan."""
+    """toDF(), format("delta") (latest, time travel, change feed on the Spark engine) all plan
+    Spark's own parquet scan; a later filter on the partition column prunes files in that scan.
+    A change feed of few bytes is read on the driver by default (the local engine)."""
     root = str(TABLES / "delta-golden/dv-partitioned-with-checkpoint")
     name = "delta" if source_name == "unavailable" else source_name
     changes = {"readChangeFeed": "true", "startingVersion": "0"}
+    with session_confs(spark, {"spark.deltalog.engine": "spark"}):
+        on_spark = spark.read.format(name).options(**changes).load(CDF_WITH_DVS)
     reads = {
         "toDF": DeltaTable.forPath(spark, root).toDF(),
         "format": spark.read.format(name).load(root),
         "versionAsOf": spark.read.format(name).option("versionAsOf", "3").load(root),
-        "changes": spark.read.format(name).options(**changes).load(CDF_WITH_DVS),
+        "changes": on_spark,
     }
     for entry, df in reads.items():
         assert "FileScan parquet" in _plan(df), entry
+    local = spark.read.format(name).options(**changes).load(CDF_WITH_DVS)
+    assert "FileScan parquet" not in _plan(local)
     pruned = reads["format"].where("part = 1")
     assert "PartitionFilters: [isnotnull(part" in _plan(pruned)
     expected = [r for r in oracle_rows(root).to_pylist() if r["part"] == 1]
