@@ -100,8 +100,12 @@ def _connect_session(spark: Any) -> Iterator[Any]:
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
-    """Tests that start Spark servers of their own run under ``./dev servers`` (which sets
-    DELTALOG_SERVER_TESTS; CI runs it), not in ``./dev test``."""
+    """Tests marked ``long`` go first, so that ``-n 2`` starts them early and the run does not
+    end with one worker busy on a minute-long test while the other is idle (xdist's load
+    scheduling hands tests out in collection order). Tests that start Spark servers of their
+    own run under ``./dev servers`` (which sets DELTALOG_SERVER_TESTS; CI runs it), not in
+    ``./dev test``."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable sort
     if os.environ.get("DELTALOG_SERVER_TESTS"):
         return
     skip = pytest.mark.skip(reason="starts Spark servers of its own: run by ./dev servers (CI)")

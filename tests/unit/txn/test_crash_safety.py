@@ -175,6 +175,7 @@ def _run_and_kill(root: Path, start: int, wait: Any) -> None:
     assert child.exitcode == -signal.SIGKILL, "the writer ended before it was killed"
 
 
+@pytest.mark.long
 def test_sigkill_leaves_last_complete_commit(tmp_path: Path) -> None:
     """After each of ~10 kills: contiguous versions whose userMetadata matches, whole
     checkpoints only, deltalog == deltalake == the log's latest version, rows == the union
