@@ -16,10 +16,17 @@ deltalake. Each run writes a fresh sink:
 * the same many batches into ``foreachBatch`` writing plain parquet (no Delta commit), and into
   a ``foreachBatch`` that only counts the rows: Spark's own floor for those batches, so the
   Delta sink's share of the per-batch overhead is the difference to the first, and the
-  source's read the difference between the two.
+  source's read the difference between the two;
+* floors of the one-batch stream (counted in ``foreachBatch``): Spark's own parquet file stream
+  over the same files (``readStream.parquet`` of the table's directory, schema given), and a
+  minimal Python streaming data source (:class:`FilesSource`: one offset, the table's parquet
+  files read with pyarrow in two tasks). Spark runs every Python streaming source's planner in
+  a Python process of its own, started with each query; the second floor is that cost with no
+  Delta log work, so what deltalog's source adds is its difference to it.
 
+Each figure is a median of ``--runs`` rounds that interleave every case, after a warm-up round.
 Prints rows/s of each and the ratios to the batch read. Run by hand:
-``python bench/stream.py [--commits N] [--rows N] [--files-per-batch N]``.
+``python bench/stream.py [--commits N] [--rows N] [--files-per-batch N] [--runs N]``.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import argparse
 import math
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -56,6 +64,69 @@ def make_table(root: Path, commits: int, rows: int) -> None:
             }
         )
         deltalake.write_deltalake(str(root), batch, mode="append")
+
+
+def files_source() -> Any:
+    """A minimal Python streaming source (PySpark 4.2+): one offset, the parquet files under
+    ``path`` read with pyarrow in two tasks: the floor of any Python streaming source."""
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+    class Files(InputPartition):
+        def __init__(self, paths: list[str]) -> None:
+            self.paths = paths
+
+    class Reader(DataSourceStreamReader):
+        def __init__(self, path: str) -> None:
+            self.path = path
+
+        def initialOffset(self) -> dict:
+            return {"n": 0}
+
+        def latestOffset(self, start: dict, limit: Any) -> dict:
+            return {"n": 1}
+
+        def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+            if start["n"] >= end["n"]:
+                return []
+            paths = sorted(str(p) for p in Path(self.path).glob("*.parquet"))
+            return [Files(paths[0::2]), Files(paths[1::2])]
+
+        def read(self, partition: Any) -> Any:
+            import pyarrow.parquet as pq
+
+            for path in partition.paths:
+                yield from pq.read_table(path).to_batches()
+
+    class FilesSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "bench_files"
+
+        def schema(self) -> str:
+            return "id long, value double, name string"
+
+        def streamReader(self, schema: Any) -> Any:
+            return Reader(self.options["path"])
+
+    return FilesSource
+
+
+def run_floor(spark: Any, src: Path, sink: Path, kind: str, schema: Any) -> float:
+    """Seconds of a one-batch stream of ``src``'s files counted in ``foreachBatch``: through
+    Spark's parquet file stream (``kind="parquet"``) or the minimal Python source."""
+    started = time.perf_counter()
+    if kind == "parquet":
+        reader = spark.readStream.schema(schema).parquet(str(src))
+    else:
+        reader = spark.readStream.format("bench_files").option("path", str(src)).load()
+    query = (
+        reader.writeStream.option("checkpointLocation", str(sink) + "-checkpoint")
+        .trigger(availableNow=True)
+        .foreachBatch(lambda df, _: df.count())
+        .start()
+    )
+    query.awaitTermination()
+    return time.perf_counter() - started
 
 
 def run_stream(
@@ -107,6 +178,7 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=200)
     parser.add_argument("--rows", type=int, default=100)
     parser.add_argument("--files-per-batch", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -121,52 +193,79 @@ def main() -> None:
     spark = (
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     deltalog.register(spark)
+    spark.dataSource.register(files_source())
+    schema = spark.read.format("delta").load(str(src)).schema
     work = Path(tempfile.mkdtemp(prefix="bench-stream-"))
+    fpb = args.files_per_batch
+    cases: dict[str, Any] = {
+        "batch": lambda d: (run_batch(spark, src, d), []),
+        "stream-one": lambda d: run_stream(spark, src, d, None),
+        "stream-many": lambda d: run_stream(spark, src, d, fpb),
+        "parquet": lambda d: run_stream(spark, src, d, fpb, "parquet"),
+        "count": lambda d: run_stream(spark, src, d, fpb, "count"),
+        "count-one": lambda d: run_stream(spark, src, d, None, "count"),
+        "floor-parquet": lambda d: (run_floor(spark, src, d, "parquet", schema), []),
+        "floor-python": lambda d: (run_floor(spark, src, d, "python", schema), []),
+    }
+    times: dict[str, list[float]] = {k: [] for k in cases}
+    progress: dict[str, list[dict[str, Any]]] = {}
     try:
-        run_batch(spark, src, work / "warmup")  # JVM and Python workers warm
-        # The first streaming query starts the source's planner process and the Python workers
-        # that read its files (seconds of imports): not part of any run measured below.
-        run_stream(spark, src, work / "warmup-stream", args.files_per_batch, "count")
-        batch = run_batch(spark, src, work / "batch")
-        one, one_progress = run_stream(spark, src, work / "stream-one", None)
-        many, many_progress = run_stream(spark, src, work / "stream-many", args.files_per_batch)
-        parquet, _ = run_stream(spark, src, work / "parquet", args.files_per_batch, "parquet")
-        count, _ = run_stream(spark, src, work / "count", args.files_per_batch, "count")
+        # Round 0 warms the JVM, the Python workers and each query kind; it is not counted.
+        for round_ in range(args.runs + 1):
+            for name, case in cases.items():
+                seconds, prog = case(work / f"{name}-{round_}")
+                if round_:
+                    times[name].append(seconds)
+                    progress[name] = prog
         for name in ("batch", "stream-one", "stream-many"):
-            got = deltalake.DeltaTable(str(work / name)).to_pyarrow_table().num_rows
+            got = deltalake.DeltaTable(str(work / f"{name}-1")).to_pyarrow_table().num_rows
             assert got == total, f"{name}: {got} rows, expected {total}"
     finally:
         shutil.rmtree(work, ignore_errors=True)
         spark.stop()
-    one_batches, many_batches = len(one_progress), len(many_progress)
-    print(f"source: {args.commits} commits x {args.rows} rows = {total} rows")
+    m = {k: statistics.median(v) for k, v in times.items()}
+    batch, one, many = m["batch"], m["stream-one"], m["stream-many"]
+    one_batches, many_batches = len(progress["stream-one"]), len(progress["stream-many"])
+    print(
+        f"source: {args.commits} commits x {args.rows} rows = {total} rows; medians of {args.runs}"
+    )
     print(f"batch read + write      {batch:8.2f} s  {total / batch:10.0f} rows/s")
     print(
         f"stream, {one_batches:4d} batch(es) {one:8.2f} s  {total / one:10.0f} rows/s  "
-        f"x{one / batch:.2f} of batch"
+        f"x{one / batch:.2f} of batch ({one - batch:+.2f} s)"
     )
     print(
         f"stream, {many_batches:4d} batches   {many:8.2f} s  {total / many:10.0f} rows/s  "
         f"x{many / batch:.2f} of batch"
     )
     print(
-        f"peer: same batches, foreachBatch parquet write {parquet:8.2f} s  "
-        f"Delta sink x{many / parquet:.2f} of it; foreachBatch count only {count:8.2f} s"
+        f"one batch counted in foreachBatch: deltalog's source {m['count-one']:.2f} s; floors: "
+        f"a minimal Python streaming source {m['floor-python']:.2f} s, Spark's parquet file "
+        f"stream {m['floor-parquet']:.2f} s"
     )
-    print(f"  phases (ms), {one_batches} batch(es): {phases(one_progress)}")
-    print(f"  phases (ms), {many_batches} batches: {phases(many_progress)}")
+    print(
+        f"  deltalog's source over the Python-source floor {m['count-one'] - m['floor-python']:+.2f} s;"
+        f" the Delta sink over counting {one - m['count-one']:+.2f} s"
+    )
+    print(
+        f"peer: same batches, foreachBatch parquet write {m['parquet']:8.2f} s  "
+        f"Delta sink x{many / m['parquet']:.2f} of it; foreachBatch count only {m['count']:8.2f} s"
+    )
+    print(f"  phases (ms), {one_batches} batch(es): {phases(progress['stream-one'])}")
+    print(f"  phases (ms), {many_batches} batches: {phases(progress['stream-many'])}")
     extra = many_batches - one_batches
     if extra > 0:
         print(f"per-batch overhead: {(many - one) / extra:.2f} s ({extra} extra batches)")
     print(
-        f"per batch: Delta sink vs parquet foreachBatch {(many - parquet) / many_batches:+.2f} s, "
-        f"parquet write {(parquet - count) / many_batches:.2f} s, "
-        f"read + Spark's micro-batch {count / many_batches:.2f} s"
+        f"per batch: Delta sink vs parquet foreachBatch {(many - m['parquet']) / many_batches:+.2f} s, "
+        f"parquet write {(m['parquet'] - m['count']) / many_batches:.2f} s, "
+        f"read + Spark's micro-batch {m['count'] / many_batches:.2f} s"
     )
     expected = math.ceil(args.commits / args.files_per_batch)
     assert many_batches >= expected, (many_batches, expected)

@@ -12,25 +12,36 @@ package: Spark looks for a ``DefaultSource`` in every installed ``pyspark_*`` mo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltalog.spark.read.data_source import DeltaReadSource
-from deltalog.spark.streaming.source_writer import DeltaStreamWriter
-from deltalog.spark.write.source_writer import (
-    DeltaBatchWriter,
-    plan_source_write,
-    source_write_options,
-)
+
+if TYPE_CHECKING:
+    from deltalog.spark.streaming.source_writer import DeltaStreamWriter
+    from deltalog.spark.write.source_writer import DeltaBatchWriter
+
+# The writers are imported when Spark asks for one: Spark unpickles this class in every
+# process that plans a read too (a streaming query's planner process starts fresh, and the
+# write path's modules are a tenth of a second of its start).
 
 
 class DeltaDataSource(DeltaReadSource):
     """The ``delta`` format: reads, batch writes and streaming writes."""
 
     def writer(self, schema: Any, overwrite: bool) -> DeltaBatchWriter:
+        from deltalog.spark.write.source_writer import (
+            DeltaBatchWriter,
+            plan_source_write,
+            source_write_options,
+        )
+
         path, options, storage = source_write_options(self.options, overwrite=overwrite)
         return DeltaBatchWriter(plan_source_write(path, schema.json(), options, storage))
 
     def streamWriter(self, schema: Any, overwrite: bool) -> DeltaStreamWriter:
+        from deltalog.spark.streaming.source_writer import DeltaStreamWriter
+        from deltalog.spark.write.source_writer import plan_source_write, source_write_options
+
         path, options, storage = source_write_options(self.options, overwrite=overwrite)
         checkpoint = next(
             (str(v) for k, v in self.options.items() if k.lower() == "checkpointlocation"), None
