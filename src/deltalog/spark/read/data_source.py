@@ -38,7 +38,13 @@ from deltalog.schema import (
     parse_schema,
     read_schema,
 )
-from deltalog.spark.read.options import STREAMING_MARKER, read_options, snapshot_for, storage_of
+from deltalog.spark.read.options import (
+    STREAMING_MARKER,
+    catalog_table_options,
+    read_options,
+    snapshot_for,
+    storage_of,
+)
 from deltalog.spark.read.source_tasks import (
     ChangeTask,
     DeltaReader,
@@ -71,7 +77,7 @@ class DeltaReadSource(DataSource):
     def _plan(self) -> None:
         if self._planned:
             return
-        opts = read_options(self.options)
+        opts = read_options(catalog_table_options(self.options))
         # Object-store credentials and endpoints (delta-rs's names): never in error messages.
         self._storage = storage_of(opts)
         self._cdf = False  # a change-feed read
@@ -157,7 +163,7 @@ class DeltaReadSource(DataSource):
                 help="upgrade PySpark, or read in batches with startingVersion on the change feed.",
             ) from None
         if self._stream is None:  # a stream Spark plans itself (no bridge, no marker)
-            self._plan_stream(read_options(self.options))
+            self._plan_stream(read_options(catalog_table_options(self.options)))
         return DeltaStreamReader(self._stream)
 
     def schema(self) -> Any:
