@@ -1,7 +1,8 @@
 """Delta table names in a Hive metastore (Derby, in a temporary folder): a table saved by name in
 one session is, in a second session on the same metastore, listed by ``SHOW TABLES``, described
 by Spark itself (before deltalog is registered) as provider ``delta`` at its location, and read,
-changed, renamed and dropped by name through deltalog. A name deltalog's registry recorded before
+changed, renamed and dropped by name through deltalog, on a classic session and over Spark
+Connect. A name deltalog's registry recorded before
 (``.deltalog_catalog``) still resolves. delta-rs reads the locations the metastore records.
 
 Each session is a process of its own (a Hive session is a JVM of its own), so this runs under
@@ -88,10 +89,30 @@ READER = SESSION + textwrap.dedent(
     spark.sql("DROP TABLE ext")
     after = sorted(r.tableName for r in spark.sql("SHOW TABLES").collect())
     moved = info("t2")
+
+    # Spark Connect, served by this session's JVM (same metastore).
+    import os, socket
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    context = spark.sparkContext._jsc.sc()
+    context.conf().set("spark.connect.grpc.binding.port", str(port))
+    spark._jvm.org.apache.spark.sql.connect.service.SparkConnectService.start(context)
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    remote = ConnectSession.builder.remote(f"sc://localhost:{port}").getOrCreate()
+    remote.range(7, 9).write.format("delta").saveAsTable("tc")
+    connect = {
+        "rows": sorted(r.id for r in remote.table("t2").collect()),
+        "tc": sorted(r.id for r in remote.sql("SELECT id FROM tc").collect()),
+        "info": info("tc"),
+    }
     spark.stop()
     print("RESULT" + json.dumps({
         "plain": plain, "tables": tables, "described": described, "latest": latest,
         "first": first, "history": history, "old": old, "after": after, "moved": moved,
+        "connect": connect,
     }))
     """
 )
@@ -118,6 +139,8 @@ def test_names_live_in_the_hive_metastore(tmp_path: Path) -> None:
     assert _path(managed["Location"]) == f"{base}/warehouse/t"
     assert (external["Provider"], external["Type"]) == ("delta", "EXTERNAL")
     assert _path(external["Location"]) == f"{base}/ext"
+    # No columns recorded, as delta-spark's DeltaCatalog: the log holds the schema.
+    assert not [k for k in {**managed, **external} if k.lstrip().startswith("|--")]
     assert got["tables"] == ["ext", "old", "t"]
     assert got["described"]["Provider"] == "delta"
     assert got["described"]["Type"] == "MANAGED"
@@ -136,4 +159,7 @@ def test_names_live_in_the_hive_metastore(tmp_path: Path) -> None:
     assert sorted((r["id"], r["p"]) for r in rows) == [
         (1, "x"), (2, "0"), (3, "1"), (4, "0"), (5, "1")
     ]  # fmt: skip
+    connect = got["connect"]
+    assert connect["rows"] == [1, 2, 3, 4, 5] and connect["tc"] == [7, 8]
+    assert (connect["info"]["Provider"], connect["info"]["Type"]) == ("delta", "MANAGED")
     assert deltalake.DeltaTable(f"{base}/ext").to_pyarrow_table().column("k").to_pylist() == [7, 8]

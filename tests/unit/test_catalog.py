@@ -8,7 +8,7 @@ import pytest
 
 from deltalog import errors
 from deltalog.catalog import Catalog, TableEntry, local_path
-from deltalog.spark.read.options import catalog_table_options
+from deltalog.spark.read.options import from_catalog
 
 
 def test_catalog_names_survive_a_new_instance(tmp_path: Path) -> None:
@@ -69,19 +69,9 @@ def test_rename_moves_a_managed_folder_and_keeps_an_external_one(tmp_path: Path)
     assert kept.location == str(external) and (external / "_delta_log").is_dir()
 
 
-def test_the_session_catalogs_table_properties_as_load_options() -> None:
-    # What Spark's session catalog passes the ``delta`` source when it creates or loads a
-    # table: the table's reserved properties (PySpark 4.3, seen in a Hive session).
-    created = {
-        "provider": "delta",
-        "location": "file:/wh/ext",
-        "owner": "root",
-        "external": "true",
-        "option.path": "/wh/ext",
-        "delta.appendOnly": "true",
-        "option.AWS_REGION": "eu-west-1",
-    }
-    assert catalog_table_options(created) == {"path": "/wh/ext", "aws_region": "eu-west-1"}
-    assert catalog_table_options({"provider": "delta", "location": "/x"}) == {"path": "/x"}
-    own = {"path": "/t", "versionAsOf": "1"}  # a load's own options: unchanged
-    assert catalog_table_options(own) == own
+def test_a_catalogs_schema_question_is_told_from_a_load() -> None:
+    # What Spark's session catalog passes the ``delta`` source when it creates a table with no
+    # columns: the table's reserved properties (PySpark 4.3, seen in a Hive session).
+    asked = {"provider": "delta", "location": "file:/wh/ext", "owner": "root"}
+    assert from_catalog(asked) and from_catalog({"PROVIDER": "delta"})
+    assert not from_catalog({"path": "/t", "versionAsOf": "1"})

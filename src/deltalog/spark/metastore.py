@@ -32,9 +32,6 @@ from pyspark.sql import SparkSession
 
 from deltalog import errors
 from deltalog.catalog import Catalog, TableEntry, already_exists, local_path
-from deltalog.delta_log import DeltaLog
-from deltalog.schema import read_schema
-from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import conf_get, spark_sql
 
 CATALOG_IMPLEMENTATION_KEY = "spark.sql.catalogImplementation"
@@ -104,26 +101,26 @@ def database_location(spark: SparkSession, database: str) -> str:
 
 
 def create(spark: SparkSession, entry: TableEntry) -> None:
-    """Record the Delta table at ``entry.location`` under its name in the catalog.
+    """Record the Delta table at ``entry.location`` under its name in the catalog, with Spark's
+    own ``CREATE TABLE ... USING delta [LOCATION ...]`` (the ``delta`` source answers the
+    catalog's schema question with no columns, so the entry is delta-spark's).
 
     Raises:
         DeltaWriteError: ``TABLE_OR_VIEW_ALREADY_EXISTS`` when the catalog has the name.
     """
     if describe(spark, entry.database, entry.name) is not None:
         raise already_exists(entry.database, entry.name)
-    snapshot = DeltaLog.for_table(entry.location).update()
-    schema = to_spark_schema(read_schema(snapshot.schema))
     name = f"{_quote(entry.database)}.{_quote(entry.name)}"
     folder = entry.location
     if not entry.managed or "://" in folder or not os.path.isdir(folder):
-        spark.catalog.createTable(name, path=folder, source=DELTA_PROVIDER, schema=schema)
+        spark_sql(spark, f"CREATE TABLE {name} USING delta LOCATION {_literal(folder)}").collect()
         return
     aside = f"{folder.rstrip('/')}.deltalog-{uuid.uuid4().hex[:8]}"
     os.rename(folder, aside)
     try:
-        spark.catalog.createTable(name, source=DELTA_PROVIDER, schema=schema)
+        spark_sql(spark, f"CREATE TABLE {name} USING delta").collect()
     finally:
-        with contextlib.suppress(FileNotFoundError, OSError):
+        with contextlib.suppress(OSError):
             os.rmdir(folder)  # the empty folder Spark made for the new managed table
         os.rename(aside, folder)
 
@@ -152,6 +149,11 @@ def _information(text: str) -> dict[str, str]:
 def _plain(part: str) -> bool:
     """A name part that needs no escaping in a pattern or a quoted identifier."""
     return bool(part) and not any(c in part for c in "`'*|\\")
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal (Spark's escapes)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _quote(part: str) -> str:

@@ -88,6 +88,12 @@ def test_dml_and_reads_on_a_named_table(spark: Any, sql: Any) -> None:
     assert at_time == [(3,)]
     assert spark.read.option("versionAsOf", 3).table("dml_events").count() == 2
     assert [r.col_name for r in sql("DESCRIBE dml_events").collect()][:3] == ["id", "p", "v"]
+    extended = {r.col_name: r.data_type for r in sql("DESCRIBE EXTENDED dml_events").collect()}
+    assert (extended["Provider"], extended["Type"], extended["Table"]) == (
+        "delta", "MANAGED", "dml_events"
+    )  # fmt: skip
+    assert extended["Location"] == "file:" + path
+    assert "delta.enableDeletionVectors=true" in extended["Table Properties"]
     joined = sql(
         "WITH old AS (SELECT * FROM dml_events VERSION AS OF 1) "
         "SELECT n.id, o.v AS before, n.v AS after FROM dml_events n JOIN old o ON n.id = o.id"

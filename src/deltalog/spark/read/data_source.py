@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
 from deltalog import errors
@@ -40,7 +41,7 @@ from deltalog.schema import (
 )
 from deltalog.spark.read.options import (
     STREAMING_MARKER,
-    catalog_table_options,
+    from_catalog,
     read_options,
     snapshot_for,
     storage_of,
@@ -77,7 +78,7 @@ class DeltaReadSource(DataSource):
     def _plan(self) -> None:
         if self._planned:
             return
-        opts = read_options(catalog_table_options(self.options))
+        opts = read_options(self.options)
         # Object-store credentials and endpoints (delta-rs's names): never in error messages.
         self._storage = storage_of(opts)
         self._cdf = False  # a change-feed read
@@ -163,10 +164,14 @@ class DeltaReadSource(DataSource):
                 help="upgrade PySpark, or read in batches with startingVersion on the change feed.",
             ) from None
         if self._stream is None:  # a stream Spark plans itself (no bridge, no marker)
-            self._plan_stream(read_options(catalog_table_options(self.options)))
+            self._plan_stream(read_options(self.options))
         return DeltaStreamReader(self._stream)
 
     def schema(self) -> Any:
+        if from_catalog(self.options):
+            # The catalog records no columns, as delta-spark's DeltaCatalog does: the log
+            # holds the schema (deltalog.spark.metastore).
+            return T.StructType([])
         self._plan()
         table_schema = parse_schema(self._schema_json)
         if self._stream is not None and self._stream_cdf:

@@ -74,6 +74,13 @@ def catalog_table_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
+def from_catalog(options: Mapping[str, Any]) -> bool:
+    """Whether Spark's session catalog is asking: creating a table ``USING delta`` with no
+    columns, it asks the source for the table's schema with the table's properties as options
+    (``provider``, ``location``, ``owner``, ..., PySpark 4.3), never a load's own options."""
+    return any(str(k).lower() == "provider" for k in options)
+
+
 def read_options(options: Mapping[str, Any]) -> dict[str, str]:
     """The options of a Delta load, keys lower-cased, values as strings.
 
