@@ -172,3 +172,11 @@ def not_found(name: str) -> errors.TableNotFoundError:
         f"The table or view {name} cannot be found.",
         help="check the name and the current database, or create the table first.",
     )
+
+
+def schema_not_found(database: str) -> errors.TableNotFoundError:
+    return errors.TableNotFoundError(
+        "SCHEMA_NOT_FOUND",
+        f"The schema `{database}` cannot be found.",
+        help="check the database name, or create it first (CREATE DATABASE).",
+    )

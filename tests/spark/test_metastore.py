@@ -108,11 +108,17 @@ READER = SESSION + textwrap.dedent(
         "tc": sorted(r.id for r in remote.sql("SELECT id FROM tc").collect()),
         "info": info("tc"),
     }
+    remote.sql("DROP TABLE tc")
+    try:
+        spark.range(1).write.format("delta").saveAsTable("nodb.t")
+        missing = None
+    except Exception as e:
+        missing = getattr(e, "error_class", None) or type(e).__name__
     spark.stop()
     print("RESULT" + json.dumps({
         "plain": plain, "tables": tables, "described": described, "latest": latest,
         "first": first, "history": history, "old": old, "after": after, "moved": moved,
-        "connect": connect,
+        "connect": connect, "missing": missing,
     }))
     """
 )
@@ -162,4 +168,7 @@ def test_names_live_in_the_hive_metastore(tmp_path: Path) -> None:
     connect = got["connect"]
     assert connect["rows"] == [1, 2, 3, 4, 5] and connect["tc"] == [7, 8]
     assert (connect["info"]["Provider"], connect["info"]["Type"]) == ("delta", "MANAGED")
+    # A dropped managed table's files go (Spark deletes them); no files for an unknown database.
+    assert not os.path.exists(f"{base}/warehouse/tc")
+    assert got["missing"] == "SCHEMA_NOT_FOUND" and not os.path.exists(f"{base}/warehouse/nodb.db")
     assert deltalake.DeltaTable(f"{base}/ext").to_pyarrow_table().column("k").to_pylist() == [7, 8]

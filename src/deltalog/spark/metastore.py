@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from deltalog import errors
-from deltalog.catalog import Catalog, TableEntry, already_exists, local_path
+from deltalog.catalog import Catalog, TableEntry, already_exists, local_path, schema_not_found
 from deltalog.spark.session import conf_get, spark_sql
 
 CATALOG_IMPLEMENTATION_KEY = "spark.sql.catalogImplementation"
@@ -248,11 +248,15 @@ class MetastoreNames:
         return registry_only(self.registry, self.spark, database)
 
     def managed_location(self, database: str, name: str) -> str:
-        """Where Spark puts managed table ``database.name``: under the database's folder."""
+        """Where Spark puts managed table ``database.name``: under the database's folder.
+
+        Raises:
+            TableNotFoundError: ``SCHEMA_NOT_FOUND`` (before any file of the table is written).
+        """
         try:
             base = database_location(self.spark, database)
-        except Exception:  # no such database: Spark's own error comes with the CREATE
-            return self.registry.managed_location(database, name)
+        except Exception:  # Spark's AnalysisException: no such database
+            raise schema_not_found(database) from None
         return os.path.join(base, name.lower())
 
 
