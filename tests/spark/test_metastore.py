@@ -103,7 +103,10 @@ READER = SESSION + textwrap.dedent(
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     remote = ConnectSession.builder.remote(f"sc://localhost:{port}").getOrCreate()
     remote.range(7, 9).write.format("delta").saveAsTable("tc")
+    api = remote.catalog.createTable("api", path=base + "/api", source="delta")
     connect = {
+        "api": sorted(r.v for r in api.collect()),
+        "api_info": info("api"),
         "rows": sorted(r.id for r in remote.table("t2").collect()),
         "tc": sorted(r.id for r in remote.sql("SELECT id FROM tc").collect()),
         "info": info("tc"),
@@ -131,6 +134,7 @@ def _path(uri: str) -> str:
 def test_names_live_in_the_hive_metastore(tmp_path: Path) -> None:
     base = str(tmp_path)
     deltalake.write_deltalake(f"{base}/ext", pa.table({"k": [7, 8]}))
+    deltalake.write_deltalake(f"{base}/api", pa.table({"v": [3]}))
     # A name deltalog's registry recorded before it used the metastore.
     deltalake.write_deltalake(f"{base}/old", pa.table({"id": [10, 11]}))
     Catalog(f"{base}/warehouse").register(TableEntry("default", "old", f"{base}/old", False))
@@ -167,6 +171,8 @@ def test_names_live_in_the_hive_metastore(tmp_path: Path) -> None:
     ]  # fmt: skip
     connect = got["connect"]
     assert connect["rows"] == [1, 2, 3, 4, 5] and connect["tc"] == [7, 8]
+    assert connect["api"] == [3] and connect["api_info"]["Provider"] == "delta"
+    assert _path(connect["api_info"]["Location"]) == f"{base}/api"
     assert (connect["info"]["Provider"], connect["info"]["Type"]) == ("delta", "MANAGED")
     # A dropped managed table's files go (Spark deletes them); no files for an unknown database.
     assert not os.path.exists(f"{base}/warehouse/tc")

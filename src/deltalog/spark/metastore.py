@@ -165,8 +165,11 @@ def _quote(part: str) -> str:
 def registry_only(registry: Catalog, spark: SparkSession, database: str) -> list[TableEntry]:
     """The registry's names of ``database`` that the catalog does not hold (names recorded by
     deltalog before it used the metastore, or by sessions without one)."""
+    recorded = registry.tables(database)
+    if not recorded:  # the usual case: no need to ask Spark
+        return []
     held = table_names(spark, database)
-    return [e for e in registry.tables(database) if e.name.lower() not in held]
+    return [e for e in recorded if e.name.lower() not in held]
 
 
 class MetastoreNames:

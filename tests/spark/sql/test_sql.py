@@ -301,6 +301,18 @@ def test_table_names_through_the_dataframe_apis(spark: Any, sql: Any, tmp_path: 
     with pytest.raises(errors.TableNotFoundError, match="TABLE_OR_VIEW_NOT_FOUND"):
         DeltaTable.forName(spark, "names_saved")
 
+    # The catalog API: an existing Delta table named (its schema from the log), a new one made.
+    deltalake.write_deltalake(str(tmp_path / "by_api"), pa.table({"n": [5, 6]}))
+    named = spark.catalog.createTable("names_api", path=str(tmp_path / "by_api"), source="delta")
+    assert sorted(named.collect()) == [(5,), (6,)] and spark.catalog.tableExists("names_api")
+    with pytest.raises(errors.DeltaWriteError, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
+        spark.catalog.createTable("names_api", path=str(tmp_path / "by_api"), source="delta")
+    made = spark.catalog.createTable("names_api_new", source="delta", schema=df.schema)
+    assert made.columns == ["id", "p"] and made.count() == 0
+    assert deltalake.DeltaTable(location(spark, "names_api_new")).schema().to_arrow().names == [
+        "id", "p"
+    ]  # fmt: skip
+
 
 def test_statements_that_are_not_deltas_run_unchanged(spark: Any, sql: Any) -> None:
     from pyspark.errors import AnalysisException, ParseException
