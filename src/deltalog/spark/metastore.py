@@ -2,16 +2,20 @@
 
 A session built with ``enableHiveSupport()`` (``spark.sql.catalogImplementation=hive``) keeps
 its tables in a metastore that every session and engine on it shares, so deltalog records its
-names there, as delta-spark's ``DeltaCatalog`` does: provider ``delta``, the table's location
-(``MANAGED`` under the database's folder, ``EXTERNAL`` elsewhere) and its schema (the one
-Delta's log has at creation; Delta readers, delta-spark's included, take the schema from the
-log). A delta-spark cluster or a plain Spark session on the same metastore lists and describes
-the table as Delta's.
+names there, as delta-spark's ``DeltaCatalog`` does by default: provider ``delta``, the
+table's location (``MANAGED`` under the database's folder, ``EXTERNAL`` elsewhere) and no
+columns (the log holds the schema; delta-spark loads any entry of provider ``delta`` as the
+Delta table at its location). A delta-spark cluster or a plain Spark session on the same
+metastore lists and describes the table as Delta's.
 
 Everything goes through Spark's public API, so classic and Connect sessions behave alike:
-``SHOW TABLE EXTENDED`` to read an entry (provider, location, type), ``spark.catalog
-.createTable`` to add one, Spark's own ``DROP TABLE`` / ``ALTER TABLE ... RENAME TO`` to remove
-or move one (Spark deletes or moves a managed table's folder itself).
+``SHOW TABLE EXTENDED`` to read an entry (provider, location, type), Spark's own ``CREATE TABLE
+... USING delta [LOCATION ...]`` to add one (Spark asks the ``delta`` source for the schema,
+which answers with no columns: :func:`deltalog.spark.read.options.from_catalog`), Spark's own
+``DROP TABLE`` / ``ALTER TABLE ... RENAME TO`` to remove or move one (Spark deletes or moves a
+managed table's folder itself). Spark itself cannot read such a table by name (PySpark 4.3's
+``PythonDataSourceV2.getTable`` drops the catalog's properties, so the source gets no path):
+deltalog's wrappers of ``spark.sql``, ``spark.table`` and the readers resolve the name first.
 
 Spark refuses to create a managed table over a folder that already has files (SPARK-19724)
 and its public API cannot lift that (delta-spark passes ``validateLocation = false`` to the JVM
