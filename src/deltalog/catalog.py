@@ -116,6 +116,25 @@ class Catalog:
             shutil.rmtree(local_path(entry.location), ignore_errors=True)
         return entry
 
+    def rename(self, old: TableEntry, database: str, name: str) -> TableEntry:
+        """Move ``old``'s name to ``database.name``; a managed table's folder moves to the new
+        name's place under the warehouse (as Spark's session catalog does), an external table
+        stays where it is. The new entry.
+
+        Raises:
+            DeltaWriteError: ``TABLE_OR_VIEW_ALREADY_EXISTS`` when the new name is taken.
+        """
+        if self.lookup(database, name) is not None:
+            raise already_exists(database, name)
+        location = self.managed_location(database, name) if old.managed else old.location
+        if old.managed:
+            os.makedirs(os.path.dirname(location), exist_ok=True)
+            os.rename(local_path(old.location), location)
+        new = TableEntry(database.lower(), name.lower(), location, old.managed)
+        self.register(new)
+        self.drop(old.database, old.name, purge_managed=False)
+        return new
+
     def has_name(self, name: str) -> bool:
         """Whether any database has a table ``name`` (a cheap check before resolving an
         unqualified name, which needs the session's current database)."""
@@ -152,4 +171,12 @@ def not_found(name: str) -> errors.TableNotFoundError:
         "TABLE_OR_VIEW_NOT_FOUND",
         f"The table or view {name} cannot be found.",
         help="check the name and the current database, or create the table first.",
+    )
+
+
+def schema_not_found(database: str) -> errors.TableNotFoundError:
+    return errors.TableNotFoundError(
+        "SCHEMA_NOT_FOUND",
+        f"The schema `{database}` cannot be found.",
+        help="check the database name, or create it first (CREATE DATABASE).",
     )

@@ -8,6 +8,7 @@ import pytest
 
 from deltalog import errors
 from deltalog.catalog import Catalog, TableEntry, local_path
+from deltalog.spark.read.options import from_catalog
 
 
 def test_catalog_names_survive_a_new_instance(tmp_path: Path) -> None:
@@ -47,3 +48,30 @@ def test_bad_names_and_uris() -> None:
     with pytest.raises(errors.InvalidArgumentError):
         Catalog("/wh").lookup("default", "../x")
     assert local_path("file:///a/b") == "/a/b" and local_path("file:/a") == "/a"
+
+
+def test_rename_moves_a_managed_folder_and_keeps_an_external_one(tmp_path: Path) -> None:
+    catalog = Catalog(str(tmp_path / "wh"))
+    managed = Path(catalog.managed_location("default", "m"))
+    external = tmp_path / "ext"
+    for folder in (managed, external):
+        (folder / "_delta_log").mkdir(parents=True)
+    catalog.register(TableEntry("default", "m", str(managed), managed=True))
+    catalog.register(TableEntry("default", "e", str(external), managed=False))
+
+    moved = catalog.rename(TableEntry("default", "m", str(managed), True), "sales", "M2")
+    assert moved == TableEntry("sales", "m2", str(tmp_path / "wh" / "sales.db" / "m2"), True)
+    assert (tmp_path / "wh" / "sales.db" / "m2" / "_delta_log").is_dir() and not managed.exists()
+    assert catalog.lookup("default", "m") is None and catalog.lookup("sales", "m2") == moved
+    with pytest.raises(errors.DeltaWriteError, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
+        catalog.rename(TableEntry("default", "e", str(external), False), "sales", "m2")
+    kept = catalog.rename(TableEntry("default", "e", str(external), False), "default", "e2")
+    assert kept.location == str(external) and (external / "_delta_log").is_dir()
+
+
+def test_a_catalogs_schema_question_is_told_from_a_load() -> None:
+    # What Spark's session catalog passes the ``delta`` source when it creates a table with no
+    # columns: the table's reserved properties (PySpark 4.3, seen in a Hive session).
+    asked = {"provider": "delta", "location": "file:/wh/ext", "owner": "root"}
+    assert from_catalog(asked) and from_catalog({"PROVIDER": "delta"})
+    assert not from_catalog({"path": "/t", "versionAsOf": "1"})

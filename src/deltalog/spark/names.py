@@ -1,8 +1,13 @@
 """Table names on a Spark session: which Delta table (if any) a name or ``delta.`path``` means.
 
-Names resolve in deltalog's :class:`~deltalog.catalog.Catalog` under the session's
-``spark.sql.warehouse.dir``; unqualified names in the session's current database, as Spark
-does. A name that is not there is not Delta's, and the statement goes to Spark.
+Where names live depends on the session's catalog. With a Hive metastore
+(``enableHiveSupport()``) they are Spark's own entries there, provider ``delta``
+(:mod:`deltalog.spark.metastore`), seen by every session and engine on the metastore; names
+deltalog recorded in its registry before stay readable. Spark's in-memory catalog dies with
+its session, so without a metastore names live in deltalog's registry
+(:class:`~deltalog.catalog.Catalog`) under the session's ``spark.sql.warehouse.dir``, which
+every session on that warehouse shares. Unqualified names resolve in the session's current
+database, as Spark does. A name that is not Delta's goes to Spark.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from deltalog import errors
 from deltalog.catalog import DEFAULT_DATABASE, Catalog, TableEntry, not_found
+from deltalog.spark.metastore import MetastoreNames, persistent
 from deltalog.spark.session import conf_get
 from deltalog.sql.tokens import DIALECT, TableRef, TokenReader
 
@@ -37,9 +43,11 @@ class Target:
         return self.entry.qualified if self.entry is not None else f"delta.`{self.path}`"
 
 
-def catalog(spark: SparkSession) -> Catalog:
-    """The name registry of ``spark``'s warehouse."""
-    return Catalog(conf_get(spark, WAREHOUSE_KEY, "spark-warehouse"))
+def catalog(spark: SparkSession) -> Catalog | MetastoreNames:
+    """The names of ``spark``: its metastore's (and the registry's before it) with a Hive
+    metastore, else the registry of its warehouse."""
+    registry = Catalog(conf_get(spark, WAREHOUSE_KEY, "spark-warehouse"))
+    return MetastoreNames(spark, registry) if persistent(spark) else registry
 
 
 def current_database(spark: SparkSession) -> str:

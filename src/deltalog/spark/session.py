@@ -27,6 +27,16 @@ DISCOVERY_THRESHOLD_KEY = "spark.sql.sources.parallelPartitionDiscovery.threshol
 NO_LISTING_JOB = {DISCOVERY_THRESHOLD_KEY: "1000000000"}
 
 
+# Where :func:`deltalog.spark.patches.sql_session.install` keeps a session class's own ``sql``.
+ORIGINAL_SQL = "_deltalog_original_sql"
+
+
+def spark_sql(spark: SparkSession, text: str, args: Any = None, **kwargs: Any) -> DataFrame:
+    """Spark's own ``sql`` (never deltalog's), for text that is ready for Spark."""
+    original = getattr(type(spark), ORIGINAL_SQL, None) or type(spark).sql
+    return original(spark, text, args, **kwargs)
+
+
 def is_connect(spark: Any) -> bool:
     """Whether ``spark`` is a Spark Connect session (no JVM behind it)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")

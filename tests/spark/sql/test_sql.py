@@ -88,6 +88,12 @@ def test_dml_and_reads_on_a_named_table(spark: Any, sql: Any) -> None:
     assert at_time == [(3,)]
     assert spark.read.option("versionAsOf", 3).table("dml_events").count() == 2
     assert [r.col_name for r in sql("DESCRIBE dml_events").collect()][:3] == ["id", "p", "v"]
+    extended = {r.col_name: r.data_type for r in sql("DESCRIBE EXTENDED dml_events").collect()}
+    assert (extended["Provider"], extended["Type"], extended["Table"]) == (
+        "delta", "MANAGED", "dml_events"
+    )  # fmt: skip
+    assert extended["Location"] == "file:" + path
+    assert "delta.enableDeletionVectors=true" in extended["Table Properties"]
     joined = sql(
         "WITH old AS (SELECT * FROM dml_events VERSION AS OF 1) "
         "SELECT n.id, o.v AS before, n.v AS after FROM dml_events n JOIN old o ON n.id = o.id"
@@ -294,6 +300,18 @@ def test_table_names_through_the_dataframe_apis(spark: Any, sql: Any, tmp_path: 
     assert not os.path.exists(saved)  # managed: the files went too
     with pytest.raises(errors.TableNotFoundError, match="TABLE_OR_VIEW_NOT_FOUND"):
         DeltaTable.forName(spark, "names_saved")
+
+    # The catalog API: an existing Delta table named (its schema from the log), a new one made.
+    deltalake.write_deltalake(str(tmp_path / "by_api"), pa.table({"n": [5, 6]}))
+    named = spark.catalog.createTable("names_api", path=str(tmp_path / "by_api"), source="delta")
+    assert sorted(named.collect()) == [(5,), (6,)] and spark.catalog.tableExists("names_api")
+    with pytest.raises(errors.DeltaWriteError, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
+        spark.catalog.createTable("names_api", path=str(tmp_path / "by_api"), source="delta")
+    made = spark.catalog.createTable("names_api_new", source="delta", schema=df.schema)
+    assert made.columns == ["id", "p"] and made.count() == 0
+    assert deltalake.DeltaTable(location(spark, "names_api_new")).schema().to_arrow().names == [
+        "id", "p"
+    ]  # fmt: skip
 
 
 def test_statements_that_are_not_deltas_run_unchanged(spark: Any, sql: Any) -> None:

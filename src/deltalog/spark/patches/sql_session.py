@@ -22,8 +22,8 @@ from deltalog.spark.patches.builders import (
     record_builder,
 )
 from deltalog.spark.patching import patch_classes, wrap
-from deltalog.spark.session import pyspark_classes
-from deltalog.spark.sql.common import NOT_DELTA, ORIGINAL_SQL
+from deltalog.spark.session import ORIGINAL_SQL, pyspark_classes
+from deltalog.spark.sql.common import NOT_DELTA
 from deltalog.spark.sql.dispatch import execute, run_bound, syntax_error
 from deltalog.sql.statements import SqlSyntaxError, parse
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
 from deltalog import errors
@@ -38,7 +39,13 @@ from deltalog.schema import (
     parse_schema,
     read_schema,
 )
-from deltalog.spark.read.options import STREAMING_MARKER, read_options, snapshot_for, storage_of
+from deltalog.spark.read.options import (
+    STREAMING_MARKER,
+    from_catalog,
+    read_options,
+    snapshot_for,
+    storage_of,
+)
 from deltalog.spark.read.source_tasks import (
     ChangeTask,
     DeltaReader,
@@ -161,6 +168,10 @@ class DeltaReadSource(DataSource):
         return DeltaStreamReader(self._stream)
 
     def schema(self) -> Any:
+        if from_catalog(self.options):
+            # The catalog records no columns, as delta-spark's DeltaCatalog does: the log
+            # holds the schema (deltalog.spark.metastore).
+            return T.StructType([])
         self._plan()
         table_schema = parse_schema(self._schema_json)
         if self._stream is not None and self._stream_cdf:

@@ -46,6 +46,41 @@ READ_OPTIONS = frozenset(
 )
 
 
+# How Spark's session catalog passes a table's OPTIONS (...) among its properties.
+CATALOG_OPTION_PREFIX = "option."
+
+
+def catalog_table_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The load options in what Spark's session catalog passes the data source.
+
+    When a catalog creates a table ``USING delta`` without a schema, Spark asks the source for
+    it with the table's properties as options (``provider``, ``location``, ``option.path``,
+    ``owner``, the table's own properties): the table is the one at ``location`` (or the
+    ``path`` option), and the rest describes the catalog entry, not the read. Options without
+    ``provider`` are a load's own and come back unchanged.
+    """
+    lowered = {str(k).lower(): v for k, v in options.items()}
+    if "provider" not in lowered:
+        return dict(options)
+    kept: dict[str, Any] = {}
+    for key, value in lowered.items():
+        if key.startswith(CATALOG_OPTION_PREFIX):  # the table's OPTIONS (...), as stored
+            key = key[len(CATALOG_OPTION_PREFIX) :]
+        if key in READ_OPTIONS or key.startswith(STORAGE_PREFIXES):
+            kept[key] = value
+    path = kept.get("path") or lowered.get("location")
+    if path is not None:
+        kept["path"] = path
+    return kept
+
+
+def from_catalog(options: Mapping[str, Any]) -> bool:
+    """Whether Spark's session catalog is asking: creating a table ``USING delta`` with no
+    columns, it asks the source for the table's schema with the table's properties as options
+    (``provider``, ``location``, ``owner``, ..., PySpark 4.3), never a load's own options."""
+    return any(str(k).lower() == "provider" for k in options)
+
+
 def read_options(options: Mapping[str, Any]) -> dict[str, str]:
     """The options of a Delta load, keys lower-cased, values as strings.
 

@@ -132,12 +132,17 @@ def _plain_schema(snapshot: Any) -> tuple[Any, ...]:
 
 
 def describe_table(spark: SparkSession, statement: Parsed) -> Any:
-    """``DESCRIBE [TABLE] t`` of a Delta table: Spark's v2 answer (``col_name``,
-    ``data_type``, ``comment``), with the partitioning or clustering section. EXTENDED and
-    column forms go to Spark over deltalog's read (:data:`NOT_DELTA` here)."""
+    """``DESCRIBE [TABLE] [EXTENDED | FORMATTED] t`` of a Delta table: Spark's v2 answer
+    (``col_name``, ``data_type``, ``comment``), with the partitioning or clustering section;
+    EXTENDED adds the table's details as Spark 4 shows a Delta table (catalog, namespace, name,
+    type, provider ``delta``, location, properties). Column and partition forms go to Spark
+    over deltalog's read (:data:`NOT_DELTA` here)."""
     node = statement.expression
     table = node.this
-    if node.args.get("style") or node.args.get("partition") or not isinstance(table, exp.Table):
+    style = str(node.args.get("style") or "").upper()
+    if style not in ("", "EXTENDED", "FORMATTED") or node.args.get("partition"):
+        return NOT_DELTA
+    if not isinstance(table, exp.Table):
         return NOT_DELTA
     ref = table_ref(table)
     target = None if ref is None or table.args.get("version") else names.resolve(spark, ref)
@@ -159,7 +164,34 @@ def describe_table(spark: SparkSession, statement: Parsed) -> Any:
         if columns:
             rows += [(title, "", ""), ("# col_name", "data_type", "comment")]
             rows += [row(alter_columns._field(schema, tuple(c.split(".")), "")) for c in columns]
+    if style:
+        rows += _details(target, snapshot)
     return spark.createDataFrame(rows, "col_name string, data_type string, comment string")
+
+
+def _details(target: names.Target, snapshot: Any) -> list[tuple[str, str, str | None]]:
+    """DESCRIBE EXTENDED's ``# Detailed Table Information`` of a Delta table."""
+    entry = target.entry
+    rows: list[tuple[str, str, str | None]] = [
+        ("", "", ""),
+        ("# Detailed Table Information", "", ""),
+    ]
+    if entry is not None:
+        rows += [
+            ("Catalog", "spark_catalog", ""),
+            ("Namespace", entry.database, ""),
+            ("Database", entry.database, ""),
+            ("Table", entry.name, ""),
+            ("Type", "MANAGED" if entry.managed else "EXTERNAL", ""),
+        ]
+    else:
+        rows += [("Name", f"delta.`{target.path}`", ""), ("Type", "EXTERNAL", "")]
+    rows += [("Provider", "delta", ""), ("Location", _uri(target.path), "")]
+    if snapshot.metadata.description:
+        rows.append(("Comment", str(snapshot.metadata.description), ""))
+    props = ",".join(f"{k}={v}" for k, v in sorted(show.table_properties(snapshot).items()))
+    rows.append(("Table Properties", f"[{props}]", ""))
+    return rows
 
 
 def _uri(root: str) -> str:

@@ -29,8 +29,9 @@ from deltalog.spark.api.delta_table import DeltaTable
 from deltalog.spark.api.describe import DETAIL_SCHEMA
 from deltalog.spark.commands.manage import convert, timestamp_ms
 from deltalog.spark.names import VIEW_PREFIX, like
+from deltalog.spark.session import spark_sql
 from deltalog.spark.sql import alter
-from deltalog.spark.sql.common import empty, spark_sql
+from deltalog.spark.sql.common import empty
 from deltalog.sql.statements import (
     Clone,
     ConvertToDelta,

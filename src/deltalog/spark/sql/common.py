@@ -1,5 +1,5 @@
 """What the SQL handlers share: the answer for a statement that is not Delta's, results in
-delta-spark's shape, the Delta table a statement names, and Spark's own ``sql``.
+delta-spark's shape, the Delta table a statement names.
 
 Below the handlers (:mod:`~deltalog.spark.sql.dml`, :mod:`~deltalog.spark.sql.ddl`,
 :mod:`~deltalog.spark.sql.alter`, :mod:`~deltalog.spark.sql.commands`) and the query rewriting
@@ -8,8 +8,6 @@ Below the handlers (:mod:`~deltalog.spark.sql.dml`, :mod:`~deltalog.spark.sql.dd
 
 from __future__ import annotations
 
-from typing import Any
-
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from sqlglot import exp
@@ -17,15 +15,7 @@ from sqlglot import exp
 from deltalog.spark import names
 from deltalog.sql.statements import TableRef
 
-# Where :func:`deltalog.spark.patches.sql_session.install` keeps a session class's own ``sql``.
-ORIGINAL_SQL = "_deltalog_original_sql"
 NOT_DELTA = object()  # a handler's answer for a statement Spark runs unchanged
-
-
-def spark_sql(spark: SparkSession, text: str, args: Any = None, **kwargs: Any) -> DataFrame:
-    """Spark's own ``sql`` (never deltalog's), for text that is ready for Spark."""
-    original = getattr(type(spark), ORIGINAL_SQL, None) or type(spark).sql
-    return original(spark, text, args, **kwargs)
 
 
 def empty(spark: SparkSession) -> DataFrame:

@@ -9,7 +9,6 @@ table's files.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
 from typing import Any
 
@@ -17,7 +16,6 @@ from pyspark.sql import SparkSession
 from sqlglot import exp
 
 from deltalog import errors
-from deltalog.catalog import TableEntry, already_exists
 from deltalog.commands.ddl.protocol_change import set_table_properties
 from deltalog.delta_log import DeltaLog
 from deltalog.spark import names
@@ -166,9 +164,8 @@ def drop_constraint(target: names.Target, name: str, *, if_exists: bool) -> None
 
 
 def rename(spark: SparkSession, target: names.Target, new_name: exp.Expression) -> None:
-    """``ALTER TABLE a RENAME TO b``: the name moves; a managed table's folder moves to the
-    new name's place in the warehouse (as Spark's session catalog does), an external table
-    stays where it is.
+    """``ALTER TABLE a RENAME TO b``: the name moves; a managed table's folder moves to the new
+    name's place (as Spark's session catalog does), an external table stays where it is.
 
     Raises:
         DeltaWriteError: ``TABLE_OR_VIEW_ALREADY_EXISTS`` when ``b`` is taken.
@@ -179,15 +176,7 @@ def rename(spark: SparkSession, target: names.Target, new_name: exp.Expression) 
     if ref is None or ref.path is not None:
         raise errors.invalid_argument(f"RENAME TO needs a table name, not {new_name.sql()}")
     database, name = names.split_name(spark, ref.name)
-    registry = names.catalog(spark)
-    if registry.lookup(database, name) is not None:
-        raise already_exists(database, name)
-    location = registry.managed_location(database, name) if old.managed else old.location
-    if old.managed:
-        os.makedirs(os.path.dirname(location), exist_ok=True)
-        os.rename(old.location, location)
-    registry.register(TableEntry(database, name, location, old.managed))
-    registry.drop(old.database, old.name, purge_managed=False)
+    names.catalog(spark).rename(old, database, name)
     DeltaLog.clear_cache()
 
 

@@ -20,9 +20,9 @@ from pyspark.sql.sql_formatter import SQLStringFormatter
 from sqlglot import exp
 
 from deltalog import errors
-from deltalog.spark.session import is_connect
+from deltalog.spark.session import is_connect, spark_sql
 from deltalog.spark.sql import alter, commands, ddl, dml, params
-from deltalog.spark.sql.common import NOT_DELTA, spark_sql, target_of
+from deltalog.spark.sql.common import NOT_DELTA, target_of
 from deltalog.spark.sql.reads import run_reads
 from deltalog.sql.statements import Parsed, SqlSyntaxError, parse
 

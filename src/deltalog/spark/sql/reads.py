@@ -21,8 +21,8 @@ from deltalog.scan.predicate import PredicateSyntaxError, has_opaque, parse_pred
 from deltalog.spark import names
 from deltalog.spark.api.delta_table import read_changes, read_table
 from deltalog.spark.names import VIEW_PREFIX
-from deltalog.spark.session import is_connect
-from deltalog.spark.sql.common import NOT_DELTA, is_path, spark_sql, table_ref
+from deltalog.spark.session import is_connect, spark_sql
+from deltalog.spark.sql.common import NOT_DELTA, is_path, table_ref
 from deltalog.sql.statements import DIALECT
 
 
