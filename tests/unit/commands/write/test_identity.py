@@ -114,3 +114,27 @@ def test_sync_identity_moves_the_mark_to_the_values_given(tmp_path: Path) -> Non
     with pytest.raises(errors.DeltaWriteError) as e:
         sync_identity(root, "v", _oracle_extreme)
     assert e.value.error_class == "DELTA_IDENTITY_COLUMNS_ALTER_NON_IDENTITY_COLUMN"
+
+
+def test_an_identity_column_cannot_partition(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    schema = {
+        "type": "struct",
+        "fields": [
+            {
+                "name": "id",
+                "type": "long",
+                "nullable": True,
+                "metadata": {
+                    "delta.identity.start": 1,
+                    "delta.identity.step": 1,
+                    "delta.identity.allowExplicitInsert": False,
+                },
+            },
+            {"name": "v", "type": "string", "nullable": True, "metadata": {}},
+        ],
+    }
+    spec = TableSpec(parse_schema(json.dumps(schema)), partition_columns=("id",))
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        create_table(root, "create", spec)
+    assert e.value.error_class == "DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED"
