@@ -111,6 +111,11 @@ def test_identity_columns_from_sql_insert_and_merge(spark: Any, sql: Any, tmp_pa
             f"MERGE INTO {t} AS t USING (SELECT 1 AS id, 'x' AS v) AS s ON t.v = s.v "
             "WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, s.v)"
         )
+    with pytest.raises(errors.UnsupportedFeatureError, match="UPDATE_NOT_SUPPORTED"):
+        sql(
+            f"MERGE INTO {t} AS t USING (SELECT 1 AS id, 2 AS k, 'a' AS v) AS s ON t.v = s.v "
+            "WHEN MATCHED THEN UPDATE SET *"
+        )
     before = _rows(path, "v", "id", "k")
     mark = _metadata(path, "id")["delta.identity.highWaterMark"]
     sql(
@@ -139,3 +144,27 @@ def test_identity_columns_from_sql_insert_and_merge(spark: Any, sql: Any, tmp_pa
     assert _metadata(path, "k")["delta.identity.highWaterMark"] == 2**40
     sql(f"INSERT INTO {t} (v) VALUES ('g')")
     assert {v: k for v, _, k in _rows(path, "v", "id", "k")}["g"] == 2**40 + 1
+
+
+def test_merge_inserts_into_a_jvm_written_identity_table(
+    spark: Any, copy_table: Any, sql: Any
+) -> None:
+    """A table Databricks created (writer version 6, an ALWAYS identity from 1 by 1, no rows):
+    MERGE's inserts, spread over several tasks, get unique ids on the step, and the mark is
+    their highest."""
+    from deltalog.tables import DeltaTable
+
+    path = copy_table("delta-rs/issue-2152")
+    source = spark.range(200).selectExpr("concat('k', id) AS TXT_DateKey").repartition(4)
+    (
+        DeltaTable.forPath(spark, str(path))
+        .alias("t")
+        .merge(source.alias("s"), "t.TXT_DateKey = s.TXT_DateKey")
+        .whenNotMatchedInsert(values={"TXT_DateKey": "s.TXT_DateKey"})
+        .execute()
+    )
+    rows = _rows(path, "TXT_DateKey", "ID_D_DATE")
+    ids = [i for _, i in rows]
+    assert sorted(k for k, _ in rows) == sorted(f"k{i}" for i in range(200))
+    assert len(set(ids)) == 200 and min(ids) >= 1
+    assert _metadata(path, "ID_D_DATE")["delta.identity.highWaterMark"] == max(ids)

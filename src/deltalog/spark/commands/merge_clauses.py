@@ -252,7 +252,8 @@ class ClauseActions:
 
     def check_assignment_keys(self) -> None:
         """Every assigned column is a column of the (evolved) target; none is an identity
-        column (UPDATE) ."""
+        column (UPDATE, ``UPDATE *`` included; an INSERT giving a GENERATED ALWAYS one a
+        value)."""
         names = {f.name.lower(): f for f in self.target_schema.fields}
         for clause in self.clauses:
             for key in clause.assignments or {}:
@@ -263,6 +264,10 @@ class ClauseActions:
                     )
                 if clause.action == "update" and IDENTITY_START in field.metadata:
                     raise errors.identity_update(field.name, self.root)
+            if clause.action == "update" and clause.assignments is None:
+                for c in identity_columns(self.target_schema):  # UPDATE * sets it
+                    if find_column(self.source.columns, c.name) is not None:
+                        raise errors.identity_update(c.name, self.root)
         self._check_explicit_identity()
 
     def _check_explicit_identity(self) -> None:
