@@ -24,7 +24,6 @@ from deltalog.commands.write.identity import identity_columns, with_high_water_m
 from deltalog.log.snapshot import Snapshot
 from deltalog.storage.base import LogStore
 from deltalog.txn.operations import Operation
-from deltalog.txn.winning_commit import IDENTITY_ONLY_UPDATE_TAG
 
 # The highest (step > 0) or lowest (step < 0) value of a column in a snapshot; None if empty.
 Extreme = Callable[[Snapshot, str, bool], "int | None"]
@@ -68,6 +67,5 @@ def sync_identity(
             schema = with_high_water_marks(schema, {field.name: mark})
     txn.update_metadata(replace(snapshot.metadata, schema_string=schema.to_json()))
     params = {"column": _field_map((), schema.field(field.name))}
-    return txn.commit(
-        [], Operation("CHANGE COLUMN", params), tags={IDENTITY_ONLY_UPDATE_TAG: "true"}
-    )
+    txn.identity_only_update = True
+    return txn.commit([], Operation("CHANGE COLUMN", params))

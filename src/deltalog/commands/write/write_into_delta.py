@@ -282,7 +282,10 @@ def commit_write(
 
 
 def record_high_water_marks(txn: Transaction, marks: Mapping[str, int]) -> None:
-    """Write the identity columns' new high-water marks into this commit's schema."""
+    """Write the identity columns' new high-water marks into this commit's schema (tagged as
+    an identity-only update when the transaction changed no other metadata)."""
+    if txn.new_metadata is None:
+        txn.identity_only_update = True
     metadata = txn.metadata
     assert metadata is not None and metadata.schema_string is not None
     schema = with_high_water_marks(parse_schema(metadata.schema_string), marks)

@@ -82,12 +82,20 @@ def _oracle_extreme(snapshot: Snapshot, column: str, highest: bool) -> int | Non
     return None if result is None else int(result)
 
 
+def _commit_info(root: str, version: int | None) -> dict[str, object]:
+    assert version is not None
+    commit = (Path(root) / "_delta_log" / f"{version:020d}.json").read_text()
+    return next(json.loads(x)["commitInfo"] for x in commit.splitlines() if "commitInfo" in x)
+
+
 def test_sync_identity_moves_the_mark_to_the_values_given(tmp_path: Path) -> None:
     root = str(tmp_path / "t")
     _table(root)
-    write_table(root, pa.table({"v": ["a", "b"]}), mode="append")  # ids 1, 3
+    version = write_table(root, pa.table({"v": ["a", "b"]}), mode="append")  # ids 1, 3
     field = DeltaLog.for_table(root).update().schema.field("id")
     assert field.metadata["delta.identity.highWaterMark"] == 3
+    # Only the mark changed in the metadata: tagged so concurrent writers need not conflict.
+    assert _commit_info(root, version)["tags"] == {"delta.identity.schemaUpdate": "true"}
     # BY DEFAULT: explicit values are allowed and do not move the mark.
     write_table(root, pa.table({"id": pa.array([40], pa.int64()), "v": ["c"]}), mode="append")
     assert (
@@ -102,8 +110,7 @@ def test_sync_identity_moves_the_mark_to_the_values_given(tmp_path: Path) -> Non
     log = DeltaLog.for_table(root)
     field = log.update().schema.field("id")
     assert field.metadata["delta.identity.highWaterMark"] == 41  # 40 rounded to 1 + 2k
-    commit = (Path(root) / "_delta_log" / f"{version:020d}.json").read_text()
-    info = json.loads(commit.splitlines()[0])["commitInfo"]
+    info = _commit_info(root, version)
     assert info["operation"] == "CHANGE COLUMN"
     assert info["tags"] == {"delta.identity.schemaUpdate": "true"}
 
