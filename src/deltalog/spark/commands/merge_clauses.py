@@ -21,10 +21,7 @@ from deltalog.column_defaults import CURRENT_DEFAULT
 from deltalog.commands.dml.file_changes import CHANGE_TYPE
 from deltalog.commands.write.identity import IdentityColumn, identity_columns
 from deltalog.schema import StructType
-from deltalog.spark.commands.dml import (
-    GENERATION_KEY,
-    IDENTITY_START,
-)
+from deltalog.spark.commands.dml import GENERATION_KEY
 from deltalog.spark.conditions import condition_column, condition_sql, is_true
 from deltalog.spark.schema import to_spark_schema
 from deltalog.txn.operations import MergePredicate
@@ -236,19 +233,18 @@ class ClauseActions:
 
     def generated_identity(self) -> list[str]:
         """The identity columns some insert clause leaves out: their values are generated."""
-        out = []
-        for c in identity_columns(self.target_schema):
-            for clause in self.clauses:
-                if clause.action != "insert":
-                    continue
-                if clause.assignments is None:
-                    given = find_column(self.source.columns, c.name) is not None
-                else:
-                    given = any(_key(k) == c.name.lower() for k in clause.assignments)
-                if not given:
-                    out.append(c.name)
-                    break
-        return out
+        inserts = [c for c in self.clauses if c.action == "insert"]
+        return [
+            c.name
+            for c in identity_columns(self.target_schema)
+            if any(not self._gives(clause, c.name) for clause in inserts)
+        ]
+
+    def _gives(self, clause: MergeClause, column: str) -> bool:
+        """Whether ``clause`` gives ``column`` a value (``*``: the source has the column)."""
+        if clause.assignments is None:
+            return find_column(self.source.columns, column) is not None
+        return any(_key(k) == column.lower() for k in clause.assignments)
 
     def check_assignment_keys(self) -> None:
         """Every assigned column is a column of the (evolved) target; none is an identity
@@ -262,32 +258,22 @@ class ClauseActions:
                     raise errors.unresolved_column(
                         key, f"MERGE {clause.action}", self.target_schema.names, self.root
                     )
-                if clause.action == "update" and IDENTITY_START in field.metadata:
-                    raise errors.identity_update(field.name, self.root)
-            if clause.action == "update" and clause.assignments is None:
-                for c in identity_columns(self.target_schema):  # UPDATE * sets it
-                    if find_column(self.source.columns, c.name) is not None:
-                        raise errors.identity_update(c.name, self.root)
-        self._check_explicit_identity()
+        self._check_identity()
 
-    def _check_explicit_identity(self) -> None:
-        """No insert clause gives a GENERATED ALWAYS identity column a value (``*`` gives it
-        the source's column of that name).
+    def _check_identity(self) -> None:
+        """No update sets an identity column, no insert gives a GENERATED ALWAYS one a value
+        (``*`` sets them from the source's column of that name), as in the reference.
 
         Raises:
-            UnsupportedFeatureError: ``DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED``.
+            UnsupportedFeatureError: ``DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED``,
+                ``DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED``.
         """
         for c in identity_columns(self.target_schema):
-            if c.allow_explicit_insert:
-                continue
             for clause in self.clauses:
-                if clause.action != "insert":
-                    continue
-                if clause.assignments is None:
-                    given = find_column(self.source.columns, c.name) is not None
-                else:
-                    given = any(_key(k) == c.name.lower() for k in clause.assignments)
-                if given:
+                if clause.action == "update" and self._gives(clause, c.name):
+                    raise errors.identity_update(c.name, self.root)
+                explicit = clause.action == "insert" and not c.allow_explicit_insert
+                if explicit and self._gives(clause, c.name):
                     raise errors.identity_explicit_insert(c.name, self.root)
 
     def change_rows(self, joined: Any, values: list[Any], target: Any | None) -> Any:
