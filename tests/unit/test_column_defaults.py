@@ -24,7 +24,7 @@ from deltalog.commands.ddl.alter_columns import ColumnChange, change_column
 from deltalog.commands.ddl.create_table import TableSpec, create_table
 from deltalog.commands.write.write_table import write_table
 from deltalog.schema import parse_schema
-from tests.conformance.rows import oracle_rows
+from tests.conformance.rows import duckdb_rows, oracle_rows
 
 ENABLED = {"delta.feature.allowColumnDefaults": "supported"}
 
@@ -138,3 +138,5 @@ def test_the_python_writer_refuses_data_lacking_a_defaulted_column(tmp_path: Pat
     given = pa.table({"a": pa.array([1], pa.int32()), "b": ["given"]})
     assert write_table(root, given, mode="append") == 1
     assert oracle_rows(root).select(["a", "b"]).to_pylist() == [{"a": 1, "b": "given"}]
+    # A second reader of a table listing allowColumnDefaults (a writer-only feature).
+    assert duckdb_rows(root).select(["a", "b"]).to_pylist() == [{"a": 1, "b": "given"}]
