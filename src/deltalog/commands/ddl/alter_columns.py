@@ -31,8 +31,9 @@ from deltalog.actions import DomainMetadata
 from deltalog.column_defaults import CURRENT_DEFAULT
 from deltalog.commands.ddl.create_table import CLUSTERING_DOMAIN
 from deltalog.commands.optimize.plan import clustering_columns
+from deltalog.commands.write.identity import START as IDENTITY_START
 from deltalog.delta_log import DeltaLog
-from deltalog.errors import TableNotFoundError
+from deltalog.errors import DeltaWriteError, TableNotFoundError
 from deltalog.errors import alter as alter_errors
 from deltalog.log.snapshot import Snapshot
 from deltalog.schema import (
@@ -95,6 +96,7 @@ def change_column(path: str, change: ColumnChange, *, store: LogStore | None = N
     table = snapshot.table_root
     schema = snapshot.schema
     old = _field(schema, change.column, table)
+    _check_identity_change(old, change, table)
     new = old
     if change.comment is not None:
         new = replace(new, metadata={**new.metadata, COMMENT_KEY: change.comment})
@@ -119,6 +121,24 @@ def change_column(path: str, change: ColumnChange, *, store: LogStore | None = N
     if change.position is not None:
         params["position"] = change.position
     return txn.commit([], Operation("CHANGE COLUMN", params))
+
+
+def _check_identity_change(old: StructField, change: ColumnChange, table: str) -> None:
+    """An identity column takes only comment and position changes here (and RENAME, SYNC
+    IDENTITY), as the reference's catalog allows.
+
+    Raises:
+        DeltaWriteError: ``DELTA_IDENTITY_COLUMNS_ALTER_COLUMN_NOT_SUPPORTED``.
+    """
+    if IDENTITY_START not in old.metadata:
+        return
+    changes = (change.data_type, change.nullable, change.default)
+    if any(c is not None for c in changes) or change.drop_default:
+        raise DeltaWriteError(
+            "DELTA_IDENTITY_COLUMNS_ALTER_COLUMN_NOT_SUPPORTED",
+            f"ALTER TABLE ALTER COLUMN is not supported for IDENTITY columns ({old.name}).",
+            table=table,
+        )
 
 
 def rename_column(

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 import pytest
 
 from deltalog import DeltaLog, errors
+from deltalog.commands.ddl.alter_columns import ColumnChange, change_column
 from deltalog.commands.ddl.create_table import TableSpec, create_table
 from deltalog.commands.ddl.sync_identity import sync_identity
 from deltalog.commands.write.identity import IdentityColumn, marks_after
@@ -121,6 +122,14 @@ def test_sync_identity_moves_the_mark_to_the_values_given(tmp_path: Path) -> Non
     with pytest.raises(errors.DeltaWriteError) as e:
         sync_identity(root, "v", _oracle_extreme)
     assert e.value.error_class == "DELTA_IDENTITY_COLUMNS_ALTER_NON_IDENTITY_COLUMN"
+
+    # ALTER COLUMN on an identity column: comment and position only.
+    change_column(root, ColumnChange(("id",), comment="key", position="AFTER v"))
+    assert DeltaLog.for_table(root).update().schema.names == ["v", "id"]
+    for change in (ColumnChange(("id",), nullable=True), ColumnChange(("id",), default="1")):
+        with pytest.raises(errors.DeltaWriteError) as e:
+            change_column(root, change)
+        assert e.value.error_class == "DELTA_IDENTITY_COLUMNS_ALTER_COLUMN_NOT_SUPPORTED"
 
 
 def test_an_identity_column_cannot_partition(tmp_path: Path) -> None:
