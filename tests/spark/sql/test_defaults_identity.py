@@ -168,3 +168,25 @@ def test_merge_inserts_into_a_jvm_written_identity_table(
     assert sorted(k for k, _ in rows) == sorted(f"k{i}" for i in range(200))
     assert len(set(ids)) == 200 and min(ids) >= 1
     assert _metadata(path, "ID_D_DATE")["delta.identity.highWaterMark"] == max(ids)
+
+
+@pytest.mark.connect
+def test_defaults_and_identity_over_spark_connect(connect_spark: Any, tmp_path: Path) -> None:
+    deltalog.register(connect_spark)
+    path = tmp_path / "c"
+    t = f"delta.`{path}`"
+    connect_spark.sql(
+        f"CREATE TABLE {t} (id BIGINT GENERATED ALWAYS AS IDENTITY, v STRING, d INT DEFAULT 7) "
+        f"USING delta {ALLOW}"
+    )
+    connect_spark.sql(f"INSERT INTO {t} (v) VALUES ('a')")
+    connect_spark.sql(f"INSERT INTO {t} (v, d) VALUES ('b', DEFAULT)")
+    connect_spark.sql(
+        f"MERGE INTO {t} AS t USING (SELECT 'c' AS v) AS s ON t.v = s.v "
+        "WHEN NOT MATCHED THEN INSERT (v) VALUES (s.v)"
+    )
+    connect_spark.sql(f"ALTER TABLE {t} ALTER COLUMN d SET DEFAULT 8")
+    connect_spark.sql(f"ALTER TABLE {t} ALTER COLUMN id SYNC IDENTITY")
+    connect_spark.sql(f"INSERT INTO {t} (v) VALUES ('d')")
+    # One task per insert here: ids follow the start (1) by the step (1).
+    assert _rows(path, "v", "id", "d") == [("a", 1, 7), ("b", 2, 7), ("c", 3, 7), ("d", 4, 8)]
