@@ -20,7 +20,7 @@ from deltalog.sql.tokens import DIALECT, SqlSyntaxError
 KEYWORD = "DEFAULT"
 
 
-def is_default(node: exp.Expression | None) -> bool:
+def is_default(node: object) -> bool:
     """Whether ``node`` is the ``DEFAULT`` keyword (sqlglot reads it as a variable in ``VALUES``
     and as an unquoted column elsewhere)."""
     if isinstance(node, exp.Var):

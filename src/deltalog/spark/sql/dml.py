@@ -27,7 +27,7 @@ from deltalog.spark.commands.write_into_delta import write_dataframe
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.sql.common import NOT_DELTA, empty, table_ref, target_of
 from deltalog.spark.sql.reads import query_dataframe
-from deltalog.sql.defaults import replace_assignment, replace_in_query
+from deltalog.sql.defaults import is_default, replace_assignment, replace_in_query
 from deltalog.sql.statements import DIALECT, Parsed, property_pair
 
 AFFECTED_SCHEMA = "num_affected_rows long"
@@ -94,7 +94,7 @@ def update(spark: SparkSession, statement: Parsed) -> Any:
         return NOT_DELTA
     qualifiers = _qualifiers(node.this)
     table = _table(spark, target)
-    defaults = _defaults(table)
+    defaults = _defaults(table, node)
     assignments = {}
     for eq in node.expressions:
         column = _column_name(eq.this, qualifiers)
@@ -107,7 +107,11 @@ def update(spark: SparkSession, statement: Parsed) -> Any:
     return spark.createDataFrame([(rows,)], AFFECTED_SCHEMA)
 
 
-def _defaults(table: Any) -> dict[str, str | None]:
+def _defaults(table: Any, node: exp.Expression) -> dict[str, str | None]:
+    """The table's defaults when the statement uses the ``DEFAULT`` keyword (else none: the
+    snapshot is not read for nothing)."""
+    if not any(is_default(n) for n in node.walk()):
+        return {}
     return _schema_defaults(table._log.update().schema)
 
 
@@ -144,7 +148,7 @@ def merge(spark: SparkSession, statement: Parsed) -> Any:
     table = _table(spark, target).alias(target_alias)
     builder = table.merge(source, _sql(node.args["on"]))
     qualifiers = {target_alias.lower(), node.this.name.lower()}
-    defaults = _defaults(table)
+    defaults = _defaults(table, node)
     for when in node.args["whens"].expressions:
         builder = _clause(builder, when, qualifiers, defaults)
     if statement.schema_evolution:
