@@ -11,9 +11,11 @@ SQL as any other expression.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from deltalog.sql.tokens import DIALECT, SqlSyntaxError
 
@@ -88,3 +90,64 @@ def replace_assignment(
 ) -> exp.Expression:
     """``SET column = value``: ``value``, or the column's default for ``DEFAULT``."""
     return default_value(defaults.get(column.lower())) if is_default(value) else value
+
+
+# Words that end a column's DEFAULT expression in Spark's column definition (the next option).
+_OPTION_WORDS = frozenset({"NOT", "COMMENT", "GENERATED", "CONSTRAINT", "PRIMARY", "CHECK"})
+
+
+def original_defaults(text: str, parsed: Sequence[exp.Expression]) -> list[str]:
+    """The text of each ``DEFAULT expr`` of a CREATE TABLE's column list as the user wrote it
+    (Spark keeps that text in ``CURRENT_DEFAULT``), given ``parsed``, the same defaults as
+    sqlglot read them, in order. A text that does not read back as its parsed expression is
+    replaced by sqlglot's rendering of it, so the result always means what was parsed.
+    """
+    rendered = [p.sql(dialect=DIALECT) for p in parsed]
+    try:
+        tokens = sqlglot.tokenize(text, read=DIALECT)
+    except sqlglot.errors.TokenError:
+        return rendered
+    found = _default_texts(text, tokens)
+    if len(found) != len(parsed):
+        return rendered
+    out = []
+    for original, expression, fallback in zip(found, parsed, rendered, strict=True):
+        try:
+            same = sqlglot.parse_one(original, read=DIALECT) == expression
+        except sqlglot.errors.ParseError:
+            same = False
+        out.append(original if same else fallback)
+    return out
+
+
+def _default_texts(text: str, tokens: Sequence[Any]) -> list[str]:
+    """The text after each ``DEFAULT`` keyword at depth 1 (a column list), up to the next
+    column (``,``), the list's end or the next column option."""
+    out: list[str] = []
+    depth, i = 0, 0
+    while i < len(tokens):
+        t = tokens[i]
+        if t.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif t.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif t.token_type == TokenType.DEFAULT and depth == 1:
+            end, j, inner = None, i + 1, 0
+            while j < len(tokens):
+                u = tokens[j]
+                if inner == 0 and j > i + 1:
+                    stop = u.token_type in (TokenType.COMMA, TokenType.R_PAREN)
+                    if stop or u.text.upper() in _OPTION_WORDS:
+                        break
+                if u.token_type == TokenType.L_PAREN:
+                    inner += 1
+                elif u.token_type == TokenType.R_PAREN:
+                    inner -= 1
+                end = u.end
+                j += 1
+            if end is not None:
+                out.append(text[tokens[i + 1].start : end + 1])
+            i = j
+            continue
+        i += 1
+    return out

@@ -52,7 +52,9 @@ def test_column_defaults_fill_every_write(spark: Any, sql: Any, tmp_path: Path) 
         f"CREATE TABLE {t} (a INT, b INT DEFAULT 40 + 2, c STRING DEFAULT concat('x', 'y')) "
         f"USING delta {ALLOW}"
     )
+    # The user's spelling, as Spark keeps it.
     assert _metadata(path, "b") == {"CURRENT_DEFAULT": "40 + 2"}
+    assert _metadata(path, "c") == {"CURRENT_DEFAULT": "concat('x', 'y')"}
     sql(f"INSERT INTO {t} VALUES (1, DEFAULT, 'given')")  # DEFAULT by position
     sql(f"INSERT INTO {t} (a) VALUES (2)")  # omitted columns take their defaults
     sql(f"INSERT INTO {t} (a, c) SELECT 3, DEFAULT")

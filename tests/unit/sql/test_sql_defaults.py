@@ -54,3 +54,25 @@ def test_assignments_and_errors() -> None:
     assert [is_default(v) for v in insert_values] == [False, True]
     with pytest.raises(SqlSyntaxError, match="no target column"):
         _insert_query("INSERT INTO t (a) VALUES (1, DEFAULT)")
+
+
+def test_create_defaults_keep_the_users_spelling() -> None:
+    from sqlglot import exp
+
+    from deltalog.sql.defaults import original_defaults
+
+    text = (
+        "CREATE TABLE t (a INT DEFAULT concat('x', 'y') NOT NULL, b INT DEFAULT (1 + 2) "
+        "COMMENT 'c', c DATE DEFAULT date'0000', d BOOLEAN DEFAULT NOT true, e INT default 40 +  2)"
+    )
+    node = sqlglot.parse_one(text, read=DIALECT)
+    parsed = [d.this for d in node.find_all(exp.DefaultColumnConstraint, bfs=False)]
+    assert original_defaults(text, parsed) == [
+        "concat('x', 'y')",
+        "(1 + 2)",
+        "date'0000'",
+        "NOT true",
+        "40 +  2",
+    ]
+    # Texts that cannot be paired with what was parsed fall back to sqlglot's rendering.
+    assert original_defaults("CREATE TABLE t (a INT)", parsed[:1]) == ["CONCAT('x', 'y')"]

@@ -27,7 +27,12 @@ from deltalog.spark.commands.write_into_delta import write_dataframe
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.sql.common import NOT_DELTA, empty, table_ref, target_of
 from deltalog.spark.sql.reads import query_dataframe
-from deltalog.sql.defaults import is_default, replace_assignment, replace_in_query
+from deltalog.sql.defaults import (
+    is_default,
+    original_defaults,
+    replace_assignment,
+    replace_in_query,
+)
 from deltalog.sql.statements import DIALECT, Parsed, property_pair
 
 AFFECTED_SCHEMA = "num_affected_rows long"
@@ -284,7 +289,7 @@ def create(spark: SparkSession, statement: Parsed) -> Any:
     if query is not None:
         _create_as_select(spark, target, kind, props, query)
     else:
-        _create_from_columns(spark, target, kind, props, node.this)
+        _create_from_columns(spark, target, kind, props, node.this, statement.text)
     # Existence was checked above; the builder may have recorded the name already.
     names.register(spark, target, replace=True)
     return empty(spark)
@@ -342,8 +347,10 @@ def _create_from_columns(
     kind: str,
     props: dict[str, Any],
     schema_node: exp.Expression,
+    text: str | None,
 ) -> None:
     columns = schema_node.expressions if isinstance(schema_node, exp.Schema) else []
+    defaults = _default_texts(columns, text)
     exists = DeltaTable.isDeltaTable(spark, target.path)
     if exists and target.entry is not None and kind != "create_or_replace":
         _check_same_columns(target, [c.name for c in columns])
@@ -352,7 +359,7 @@ def _create_from_columns(
     if target.entry is not None:
         builder = builder.tableName(f"{target.entry.database}.{target.entry.name}")
     for column in columns:
-        builder = add_column(builder, column)
+        builder = add_column(builder, column, default_text=defaults.get(column.name.lower()))
     builder = builder.partitionedBy(props["partitioned_by"]).clusterBy(props["cluster_by"])
     for key, value in props["properties"].items():
         builder = builder.property(key, value)
@@ -385,10 +392,32 @@ def _check_same_columns(target: names.Target, columns: list[str]) -> None:
         )
 
 
-def add_column(builder: Any, column: exp.Expression, *, existing_table: str | None = None) -> Any:
+def _default_texts(columns: list[exp.Expression], text: str | None) -> dict[str, str]:
+    """Each defaulted column's DEFAULT as the statement's text spells it (lower-cased column
+    name -> text), which Spark stores in ``CURRENT_DEFAULT``."""
+    named = []
+    for column in columns:
+        for constraint in column.args.get("constraints") or ():
+            kind = constraint.args.get("kind")
+            if isinstance(kind, exp.DefaultColumnConstraint):
+                named.append((column.name.lower(), kind.this))
+    if not named or text is None:
+        return {}
+    texts = original_defaults(text, [e for _, e in named])
+    return {name: t for (name, _), t in zip(named, texts, strict=True)}
+
+
+def add_column(
+    builder: Any,
+    column: exp.Expression,
+    *,
+    existing_table: str | None = None,
+    default_text: str | None = None,
+) -> Any:
     """``builder`` with the column of a ``ColumnDef``: its type, NOT NULL, COMMENT,
     ``GENERATED ALWAYS AS (expr)``, ``GENERATED ALWAYS|BY DEFAULT AS IDENTITY [(START WITH n
-    INCREMENT BY m)]`` and ``DEFAULT expr`` (``CURRENT_DEFAULT``, Spark SQL checked by Spark).
+    INCREMENT BY m)]`` and ``DEFAULT expr`` (``CURRENT_DEFAULT``, Spark SQL checked by Spark;
+    ``default_text`` is its text as the statement spells it, else sqlglot's rendering).
 
     Raises:
         DeltaWriteError: a DEFAULT on a column added to ``existing_table``
@@ -410,7 +439,7 @@ def add_column(builder: Any, column: exp.Expression, *, existing_table: str | No
         elif isinstance(kind, exp.GeneratedAsIdentityColumnConstraint):
             identity = _identity(kind), bool(kind.this)
         elif isinstance(kind, exp.DefaultColumnConstraint):
-            default = _sql(kind.this)
+            default = default_text or _sql(kind.this)
     if default is not None and existing_table is not None:
         raise errors.column_default_on_add_column(existing_table)
     type_text = column.args["kind"].sql(dialect=DIALECT)
