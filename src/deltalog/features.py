@@ -198,6 +198,10 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "variantType",
         "variantType-preview",
         "clustering",
+        # Defaults are filled in by every writer that lacks a defaulted column's values (Spark
+        # evaluates them; the Python writer refuses such data), and commits assigning a
+        # default without the feature are refused (deltalog.column_defaults).
+        "allowColumnDefaults",
         # Row ids and commit versions assigned at commit (deltalog.row_tracking); rewrites keep
         # them in the materialized columns, or refuse (DELTA_ROW_TRACKING_NOT_PRESERVED).
         "rowTracking",

@@ -636,8 +636,8 @@ def test_writable_protocols(protocol: Protocol) -> None:
         ),
         (
             # checkpointProtection is written since DROP FEATURE adds it (log cleanup honours it)
-            Protocol(1, 7, None, ("allowColumnDefaults", "checkpointProtection")),
-            ["allowColumnDefaults"],
+            Protocol(1, 7, None, ("materializePartitionColumns", "checkpointProtection")),
+            ["materializePartitionColumns"],
         ),
         (
             Protocol(

@@ -290,3 +290,39 @@ def deletion_vector_size_mismatch(
         help="this is a bug in the command that built the vector (it must merge the old one "
         "in); nothing was committed. Please report it.",
     )
+
+
+# -- column defaults (allowColumnDefaults) -------------------------------------------------------
+
+
+def column_defaults_not_enabled(command: str, table: str | None) -> DeltaWriteError:
+    return DeltaWriteError(
+        "WRONG_COLUMN_DEFAULTS_FOR_DELTA_FEATURE_NOT_ENABLED",
+        f"Failed to execute {command} command because it assigned a column DEFAULT value, but "
+        "the corresponding table feature was not enabled.",
+        table=table,
+        help="retry the command after executing ALTER TABLE tableName SET "
+        "TBLPROPERTIES('delta.feature.allowColumnDefaults' = 'supported').",
+    )
+
+
+def column_default_on_add_column(table: str | None) -> DeltaWriteError:
+    return DeltaWriteError(
+        "WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN_NOT_SUPPORTED",
+        "Failed to execute the command because DEFAULT values are not supported when adding "
+        "new columns to previously existing Delta tables.",
+        table=table,
+        help="add the column without a default value first, then run a second ALTER TABLE "
+        "ALTER COLUMN SET DEFAULT command to apply it to future inserted rows.",
+    )
+
+
+def column_default_not_evaluable(columns: Iterable[str], table: str | None) -> DeltaWriteError:
+    return DeltaWriteError(
+        "DELTA_UNSUPPORTED_WRITE_COLUMN_DEFAULTS",
+        f"the data lacks column(s) {', '.join(columns)}, whose DEFAULT value is a Spark SQL "
+        "expression the Python writer cannot evaluate.",
+        table=table,
+        help="give the columns' values in the data, or write this table through Spark "
+        "(df.write.format('delta')).",
+    )

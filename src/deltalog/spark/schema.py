@@ -9,7 +9,7 @@ import pyspark
 from pyspark.sql import types as T
 
 from deltalog import errors
-from deltalog.schema import StructType, parse_schema
+from deltalog.schema import StructField, StructType, parse_schema
 
 
 def to_spark_schema(schema: StructType) -> T.StructType:
@@ -31,3 +31,9 @@ def to_spark_schema(schema: StructType) -> T.StructType:
 def from_spark_schema(schema: T.StructType) -> StructType:
     """The table schema of a Spark ``StructType``."""
     return parse_schema(schema.json())
+
+
+def spark_type(field: StructField) -> T.DataType:
+    """The Spark type of one column (its metadata left out)."""
+    plain = StructField(field.name, field.type, True, {})
+    return to_spark_schema(StructType((plain,))).fields[0].dataType

@@ -13,7 +13,9 @@ from deltalog.sql.tokens import SqlSyntaxError, TableRef, TokenReader, word
 class AlterColumn:
     """``ALTER TABLE t ALTER|CHANGE [COLUMN] c action`` (Spark's ``alterColumnAction``) or
     Hive's ``CHANGE [COLUMN] c c type [COMMENT s] [FIRST|AFTER x]``: ``data_type`` is the
-    type's SQL text; ``nullable`` True for DROP NOT NULL, False for SET NOT NULL."""
+    type's SQL text; ``nullable`` True for DROP NOT NULL, False for SET NOT NULL; ``default``
+    the SQL text of ``SET DEFAULT expr``; ``drop_default`` for ``DROP DEFAULT``;
+    ``sync_identity`` for Delta's ``SYNC IDENTITY``."""
 
     table: TableRef
     column: tuple[str, ...]
@@ -21,6 +23,9 @@ class AlterColumn:
     comment: str | None = None
     position: str | None = None
     nullable: bool | None = None
+    default: str | None = None
+    drop_default: bool = False
+    sync_identity: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +120,20 @@ def alter_column(r: TokenReader, table: TableRef) -> AlterStatement:
         return _column_end(r, AlterColumn(table, column, nullable=False))
     if r.accept("DROP", "NOT", "NULL"):
         return _column_end(r, AlterColumn(table, column, nullable=True))
+    if r.accept("SET", "DEFAULT"):
+        return _column_end(r, AlterColumn(table, column, default=r.rest_until()))
+    if r.accept("DROP", "DEFAULT"):
+        return _column_end(r, AlterColumn(table, column, drop_default=True))
+    if r.accept("SYNC", "IDENTITY"):
+        return _column_end(r, AlterColumn(table, column, sync_identity=True))
     comment, position = _comment_position(r)
     if comment is not None or position is not None:
         return _column_end(r, AlterColumn(table, column, comment=comment, position=position))
     if not hive:
-        r.fail("expected TYPE, COMMENT, FIRST, AFTER, SET NOT NULL or DROP NOT NULL")
+        r.fail(
+            "expected TYPE, COMMENT, FIRST, AFTER, SET|DROP NOT NULL, SET|DROP DEFAULT or "
+            "SYNC IDENTITY"
+        )
     new_name = r.identifier()  # Hive's CHANGE old new type [COMMENT c] [FIRST|AFTER x]
     if new_name.lower() != column[-1].lower():
         raise SqlSyntaxError(

@@ -90,10 +90,12 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class Parsed:
     """A statement sqlglot parsed (``expression``); ``schema_evolution`` for ``MERGE WITH
-    SCHEMA EVOLUTION``."""
+    SCHEMA EVOLUTION``; ``text`` the statement as given (where Spark keeps the user's
+    spelling, e.g. a column's DEFAULT)."""
 
     expression: exp.Expression
     schema_evolution: bool = False
+    text: str | None = None
 
 
 Statement = DescribeStatement | AlterStatement | CommandStatement | Parsed
@@ -151,7 +153,7 @@ def _sqlglot(text: str) -> Parsed | None:
     expression = expressions[0]
     if not isinstance(expression, exp.Expression) or isinstance(expression, exp.Command):
         return None
-    return Parsed(expression)
+    return Parsed(expression, text=text)
 
 
 def _delta_statement(text: str, tokens: list[Token], words: list[str]) -> Statement | None:

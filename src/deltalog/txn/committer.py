@@ -29,7 +29,7 @@ from typing import Protocol as TypingProtocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog import errors, row_tracking
+from deltalog import column_defaults, errors, row_tracking
 from deltalog.actions import (
     Action,
     AddCDCFile,
@@ -192,6 +192,7 @@ def prepare(
         if (final_protocol := protocol or current_protocol) is not None:
             old = txn.snapshot.metadata if txn.snapshot is not None else None
             metadata = row_tracking.with_column_names(final_protocol, old, metadata)
+            metadata = _column_defaults(final_protocol, old, metadata, operation, table)
     # Only DROP FEATURE may lower a protocol.
     if protocol is not None and current_protocol is not None and not txn.allow_protocol_downgrade:
         _check_no_downgrade(table, current_protocol, protocol)
@@ -219,6 +220,22 @@ def prepare(
         tracked.high_water_mark,
         tracked.preserved,
     )
+
+
+def _column_defaults(
+    protocol: Protocol, old: Metadata | None, new: Metadata, operation: str, table: str
+) -> Metadata:
+    """``new`` checked for column defaults the protocol does not allow
+    (:func:`deltalog.column_defaults.check_commit`); a created or replaced table's schema loses
+    Spark's ``EXISTS_DEFAULT`` keys, as in the reference."""
+    column_defaults.check_commit(protocol, old, new, operation, table)
+    text = new.schema_string
+    if text is None or column_defaults.EXISTS_DEFAULT not in text:
+        return new
+    if not operation.upper().startswith(("CREATE", "REPLACE")):
+        return new
+    schema = column_defaults.without_exists_default(parse_schema(text))
+    return replace(new, schema_string=schema.to_json())
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from deltalog.scan.skipping import files_matching
 from deltalog.txn.committer import commit
 from deltalog.txn.operations import Operation
 from deltalog.txn.read_set import ISOLATION_LEVELS, ReadSet
+from deltalog.txn.winning_commit import IDENTITY_ONLY_UPDATE_TAG
 
 if TYPE_CHECKING:
     from deltalog.log.snapshot import Snapshot
@@ -68,6 +69,10 @@ class Transaction:
         # Set by a command that carries the row ids of the rows it rewrites (row tracking's
         # materialized columns): commits as "delta.rowTracking.preserved".
         self.row_tracking_preserved = False
+        # Set when the only metadata change is identity high-water marks (a write that
+        # generated values, SYNC IDENTITY): commits as "delta.identity.schemaUpdate", which
+        # concurrent transactions need not treat as a metadata change (as in the reference).
+        self.identity_only_update = False
 
     # -- what it started from ---------------------------------------------------------------
 
@@ -230,6 +235,8 @@ class Transaction:
             if isinstance(operation, Operation)
             else Operation(operation, parameters or {})
         )
+        if self.identity_only_update and self._new_metadata is not None:
+            tags = {**(tags or {}), IDENTITY_ONLY_UPDATE_TAG: "true"}
         version = commit(self, list(actions), op, tags=tags, skip_empty=skip_empty)
         self.committed_version = version
         return version

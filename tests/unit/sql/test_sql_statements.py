@@ -182,6 +182,15 @@ def test_malformed_delta_statements_raise(text: str) -> None:
         ("ALTER TABLE db.t CLUSTER BY NONE", ClusterBy(N, ())),
         ("ALTER TABLE db.t SET LOCATION '/new'", SetLocation(N, "/new")),
         ("SHOW CREATE TABLE delta.`/data/t`", ShowCreateTable(P)),
+        (
+            "ALTER TABLE db.t ALTER COLUMN c SET DEFAULT concat('a', \"b\") ;",
+            AlterColumn(N, ("c",), default="concat('a', \"b\")"),
+        ),
+        ("alter table db.t alter column c drop default", AlterColumn(N, ("c",), drop_default=True)),
+        (
+            "ALTER TABLE delta.`/data/t` CHANGE COLUMN id SYNC IDENTITY",
+            AlterColumn(P, ("id",), sync_identity=True),
+        ),
     ],
 )
 def test_alter_column_statements(text: str, expected: object) -> None:

@@ -5,8 +5,9 @@ Each function is one metadata-only commit through :class:`deltalog.txn.Transacti
 concurrent metadata change fails it with ``MetadataChangedException``:
 
 * :func:`change_column` — ``ALTER|CHANGE COLUMN``: comment, position (``FIRST`` /
-  ``AFTER c``), ``DROP NOT NULL``, and a type change that type widening allows (the table has
-  ``delta.enableTypeWidening=true``; recorded in ``delta.typeChanges``). Commits
+  ``AFTER c``), ``DROP NOT NULL``, ``SET|DROP DEFAULT``, and a type change that type
+  widening allows (the table has ``delta.enableTypeWidening=true``; recorded in
+  ``delta.typeChanges``). Commits
   ``CHANGE COLUMN``.
 * :func:`rename_column` — ``RENAME COLUMN``; needs column mapping (``name``/``id``) because data
   files keep the physical name. Commits ``RENAME COLUMN``.
@@ -27,10 +28,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from deltalog.actions import DomainMetadata
+from deltalog.column_defaults import CURRENT_DEFAULT
 from deltalog.commands.ddl.create_table import CLUSTERING_DOMAIN
 from deltalog.commands.optimize.plan import clustering_columns
+from deltalog.commands.write.identity import START as IDENTITY_START
 from deltalog.delta_log import DeltaLog
-from deltalog.errors import TableNotFoundError
+from deltalog.errors import DeltaWriteError, TableNotFoundError
 from deltalog.errors import alter as alter_errors
 from deltalog.log.snapshot import Snapshot
 from deltalog.schema import (
@@ -65,6 +68,8 @@ class ColumnChange:
         comment: the new comment.
         position: ``"FIRST"`` or ``"AFTER <sibling>"``.
         nullable: ``True`` for DROP NOT NULL, ``False`` for SET NOT NULL (refused).
+        default: SET DEFAULT's SQL text (the column's ``CURRENT_DEFAULT``).
+        drop_default: DROP DEFAULT.
     """
 
     column: ColumnPath
@@ -72,10 +77,14 @@ class ColumnChange:
     comment: str | None = None
     position: str | None = None
     nullable: bool | None = None
+    default: str | None = None
+    drop_default: bool = False
 
 
 def change_column(path: str, change: ColumnChange, *, store: LogStore | None = None) -> int:
-    """Commit ``CHANGE COLUMN``; returns the version.
+    """Commit ``CHANGE COLUMN``; returns the version. A default set on a table whose protocol
+    does not support ``allowColumnDefaults`` is refused at commit
+    (``WRONG_COLUMN_DEFAULTS_FOR_DELTA_FEATURE_NOT_ENABLED``, as in the reference).
 
     Raises:
         InvalidArgumentError: ``DELTA_COLUMN_NOT_FOUND_IN_SCHEMA`` (column or AFTER sibling).
@@ -87,6 +96,7 @@ def change_column(path: str, change: ColumnChange, *, store: LogStore | None = N
     table = snapshot.table_root
     schema = snapshot.schema
     old = _field(schema, change.column, table)
+    _check_identity_change(old, change, table)
     new = old
     if change.comment is not None:
         new = replace(new, metadata={**new.metadata, COMMENT_KEY: change.comment})
@@ -101,12 +111,34 @@ def change_column(path: str, change: ColumnChange, *, store: LogStore | None = N
         new = replace(new, nullable=True)
     if change.data_type is not None and change.data_type != old.type:
         new = _retype(snapshot, change.column, old, new, change.data_type)
+    if change.default is not None:
+        new = replace(new, metadata={**new.metadata, CURRENT_DEFAULT: change.default})
+    elif change.drop_default and CURRENT_DEFAULT in new.metadata:
+        new = replace(new, metadata={k: v for k, v in new.metadata.items() if k != CURRENT_DEFAULT})
     schema = _update_struct(schema, change.column[:-1], lambda s: _put(s, old, new, change, table))
     txn.update_metadata(replace(snapshot.metadata, schema_string=schema.to_json()))
     params: dict[str, object] = {"column": _field_map(change.column[:-1], new)}
     if change.position is not None:
         params["position"] = change.position
     return txn.commit([], Operation("CHANGE COLUMN", params))
+
+
+def _check_identity_change(old: StructField, change: ColumnChange, table: str) -> None:
+    """An identity column takes only comment and position changes here (and RENAME, SYNC
+    IDENTITY), as the reference's catalog allows.
+
+    Raises:
+        DeltaWriteError: ``DELTA_IDENTITY_COLUMNS_ALTER_COLUMN_NOT_SUPPORTED``.
+    """
+    if IDENTITY_START not in old.metadata:
+        return
+    changes = (change.data_type, change.nullable, change.default)
+    if any(c is not None for c in changes) or change.drop_default:
+        raise DeltaWriteError(
+            "DELTA_IDENTITY_COLUMNS_ALTER_COLUMN_NOT_SUPPORTED",
+            f"ALTER TABLE ALTER COLUMN is not supported for IDENTITY columns ({old.name}).",
+            table=table,
+        )
 
 
 def rename_column(

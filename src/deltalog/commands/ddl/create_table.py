@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from deltalog import errors
 from deltalog.actions import Action, DomainMetadata, Metadata, remove_action
+from deltalog.commands.write.identity import START as IDENTITY_START
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import StructType
 from deltalog.table_properties import TableProperties, validate_new_properties
@@ -102,6 +103,13 @@ def _metadata(
     schema = spec.schema
     partition_columns = tuple(schema.field(c).name for c in spec.partition_columns)
     check_partition_columns(schema, partition_columns, table)
+    for name in partition_columns:
+        if IDENTITY_START in schema.field(name).metadata:
+            raise errors.InvalidArgumentError(
+                "DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED",
+                f"PARTITIONED BY IDENTITY column {name} is not supported.",
+                table=table,
+            )
     if spec.cluster_by and partition_columns:
         raise errors.InvalidArgumentError(
             "DELTA_CLUSTER_BY_WITH_PARTITIONED_BY",

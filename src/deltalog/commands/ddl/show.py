@@ -77,9 +77,20 @@ def _comment(f: StructField) -> str:
 
 
 def column_ddl(f: StructField) -> str:
-    """Spark's ``StructField.toDDL``, with a Delta generated column's expression."""
-    generated = f.metadata.get("delta.generationExpression")
-    gen = "" if generated is None else f" GENERATED ALWAYS AS ({generated})"
+    """Spark's ``StructField.toDDL`` (``NOT NULL``, ``DEFAULT``, generation, ``COMMENT``), with
+    a Delta generated column's expression or identity."""
+    md = f.metadata
+    default = md.get("CURRENT_DEFAULT")
+    gen = "" if default is None else f" DEFAULT {default}"
+    generated = md.get("delta.generationExpression")
+    if generated is not None:
+        gen += f" GENERATED ALWAYS AS ({generated})"
+    if "delta.identity.start" in md:
+        kind = "BY DEFAULT" if md.get("delta.identity.allowExplicitInsert") else "ALWAYS"
+        gen += (
+            f" GENERATED {kind} AS IDENTITY (START WITH {md['delta.identity.start']} "
+            f"INCREMENT BY {md.get('delta.identity.step', 1)})"
+        )
     return f"{quote_if_needed(f.name)} {type_sql(f.type)}{_not_null(f)}{gen}{_comment(f)}"
 
 

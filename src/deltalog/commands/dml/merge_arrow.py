@@ -84,8 +84,8 @@ def merge(
             missing from the source, a value that does not cast.
         DeltaWriteError: several source rows matched one target row; a written row breaks a
             NOT NULL or CHECK constraint. Nothing is committed.
-        UnsupportedFeatureError: the table has generated columns, or identity columns the merge
-            would write.
+        UnsupportedFeatureError: the table has generated columns, an identity column is updated
+            or (GENERATED ALWAYS) inserted.
         DeltaConcurrentModificationException: a concurrent commit conflicts.
     """
     clauses = {
@@ -234,14 +234,10 @@ class _Merge:
         for c in identity_columns(self.schema):
             if self.matched == "update":
                 raise errors.identity_update(c.name, job.root)
-            raise errors.UnsupportedFeatureError(
-                "DELTA_UNSUPPORTED_MERGE_INTO_IDENTITY",
-                f"MERGE with an INSERT clause into a table with the identity column {c.name} "
-                "is not supported by deltalog yet.",
-                table=job.root,
-                help="insert the new rows with an append (identity values are generated there) "
-                "and merge the rest.",
-            )
+            # INSERT * takes every target column from the source (its values are explicit):
+            # allowed for BY DEFAULT, refused for ALWAYS, as in the reference.
+            if not c.allow_explicit_insert:
+                raise errors.identity_explicit_insert(c.name, job.root)
         job.check_rules()
 
     def _key_range(self, source: pa.Table) -> tuple[Predicate | None, bool]:

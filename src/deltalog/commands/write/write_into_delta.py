@@ -259,7 +259,7 @@ def commit_write(
         removes = [*removes, *rewritten_removes]
         extra_metrics = {**rewrite_metrics, **(extra_metrics or {})}
     if identity_marks:
-        _record_high_water_marks(txn, identity_marks)
+        record_high_water_marks(txn, identity_marks)
     adds = [a for a in adds if _num_records(a) != 0 or a.stats is None]
     if not options.data_change:
         adds = [replace(a, data_change=False) for a in adds]
@@ -281,7 +281,11 @@ def commit_write(
     return txn.commit_if_needed(actions, operation)
 
 
-def _record_high_water_marks(txn: Transaction, marks: Mapping[str, int]) -> None:
+def record_high_water_marks(txn: Transaction, marks: Mapping[str, int]) -> None:
+    """Write the identity columns' new high-water marks into this commit's schema (tagged as
+    an identity-only update when the transaction changed no other metadata)."""
+    if txn.new_metadata is None:
+        txn.identity_only_update = True
     metadata = txn.metadata
     assert metadata is not None and metadata.schema_string is not None
     schema = with_high_water_marks(parse_schema(metadata.schema_string), marks)

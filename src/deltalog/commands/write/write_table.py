@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from deltalog import errors
+from deltalog import column_defaults, errors
 from deltalog.commands.write.constraints import check_batch
 from deltalog.commands.write.identity import IdentityColumn, columns_to_generate, identity_columns
 from deltalog.commands.write.write_into_delta import (
@@ -98,6 +98,8 @@ def write_table(
     plan = prepare_write(log, schema_from_arrow(batches.schema), options)
     if plan.skip:
         return None
+    # Defaults are Spark SQL: data without a defaulted column cannot be written here.
+    column_defaults.check_given(plan.layout.schema, batches.schema.names, log.table_root)
     identity = columns_to_generate(
         identity_columns(plan.layout.schema), batches.schema.names, log.table_root
     )

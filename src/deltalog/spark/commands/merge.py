@@ -51,13 +51,16 @@ from deltalog.commands.dml.file_changes import (
     physical_records,
     remove_files,
 )
-from deltalog.commands.write.write_into_delta import dml_plan, evolved_metadata
+from deltalog.commands.write.write_into_delta import (
+    dml_plan,
+    evolved_metadata,
+    record_high_water_marks,
+)
 from deltalog.log.snapshot import Snapshot
 from deltalog.scan.predicate import And, Comparison, In, IsNull, Predicate, parse_predicate
 from deltalog.schema import StructType, parse_schema
 from deltalog.spark.commands.dml import (
     GENERATION_KEY,
-    IDENTITY_START,
     NEW,
     Touched,
     _elapsed_ms,
@@ -295,7 +298,9 @@ class MergeCommand:
         data = frames[0]
         if len(frames) == 2:  # inserted rows have no row-tracking columns: null, fresh ids
             data = data.unionByName(frames[1], allowMissingColumns=True)
-        adds, _ = write_rows(data, self.plan)
+        adds, high_water = write_rows(data, self.plan, generated=self.acts.generated_identity())
+        if high_water:
+            record_high_water_marks(self.txn, high_water)
         changes.adds.extend(adds)
         if rewrites:
             self._mark_changed(marks, changes)
@@ -342,16 +347,23 @@ class MergeCommand:
         return result
 
     def _check_identity(self) -> None:
-        for f in self.target_schema.fields:
-            if IDENTITY_START in f.metadata and any(c.action == "insert" for c in self.clauses):
-                raise errors.UnsupportedFeatureError(
-                    "DELTA_UNSUPPORTED_MERGE_INTO_IDENTITY",
-                    f"MERGE with an INSERT clause into a table with the identity column "
-                    f"{f.name} is not supported by deltalog yet.",
-                    table=self.root,
-                    help="insert the new rows with an append (identity values are generated "
-                    "there) and merge the rest.",
-                )
+        """Identity values generated for inserted rows would be generated again, differently,
+        for their change rows: with the change data feed on, such a MERGE is refused.
+
+        Raises:
+            UnsupportedFeatureError: ``DELTA_UNSUPPORTED_MERGE_INTO_IDENTITY_WITH_CDF``.
+        """
+        generated = self.acts.generated_identity()
+        if generated and self.settings.change_data_feed:
+            raise errors.UnsupportedFeatureError(
+                "DELTA_UNSUPPORTED_MERGE_INTO_IDENTITY_WITH_CDF",
+                f"MERGE inserting rows with generated values for the identity column "
+                f"{generated[0]} into a table with the change data feed is not supported by "
+                "deltalog yet.",
+                table=self.root,
+                help="insert the new rows with an append (identity values are generated "
+                "there) and merge the rest.",
+            )
 
     def _target(self, files: pa.Table, *, row_ids: bool = True) -> Any:
         store = self.txn.log.store

@@ -17,12 +17,11 @@ from typing import Any, Protocol
 from pyspark.sql import functions as F
 
 from deltalog import errors
+from deltalog.column_defaults import CURRENT_DEFAULT
 from deltalog.commands.dml.file_changes import CHANGE_TYPE
+from deltalog.commands.write.identity import IdentityColumn, identity_columns
 from deltalog.schema import StructType
-from deltalog.spark.commands.dml import (
-    GENERATION_KEY,
-    IDENTITY_START,
-)
+from deltalog.spark.commands.dml import GENERATION_KEY
 from deltalog.spark.conditions import condition_column, condition_sql, is_true
 from deltalog.spark.schema import to_spark_schema
 from deltalog.txn.operations import MergePredicate
@@ -151,6 +150,7 @@ class ClauseActions:
         out = []
         old_names = self.old_names
         assigned_anywhere = self.assigned_columns()
+        identities = {c.name.lower(): c for c in identity_columns(self.target_schema)}
         for f, sf in zip(
             self.target_schema.fields, to_spark_schema(self.target_schema).fields, strict=True
         ):
@@ -161,17 +161,27 @@ class ClauseActions:
                 if target is not None and f.name.lower() in old_names
                 else F.lit(None)
             ).cast(sf.dataType)
-            value = None
             complete = True
+            generating: list[int] = []  # insert clauses whose rows get new identity values
+            identity = identities.get(f.name.lower())
+            branches: list[tuple[Any, Any]] = []
             for i, clause in enumerate(self.clauses):
                 if clause.action == "delete" or clause.kind not in kinds:
                     continue
                 expr = self.assignment(clause, f.name, old)
-                if expr is None:
+                if expr is None and identity is not None and clause.action == "insert":
+                    generating.append(i)
+                elif expr is None:
                     complete = False
-                    continue
-                expr = expr.cast(sf.dataType)
-                value = F.when(act == i, expr) if value is None else value.when(act == i, expr)
+                else:
+                    branches.append((act == i, expr.cast(sf.dataType)))
+            if generating:
+                assert identity is not None
+                # One generator for all of them: two would each count from 0 in a task.
+                branches.insert(0, (act.isin(generating), _identity_values(identity)))
+            value = None
+            for test, expr in branches:
+                value = F.when(test, expr) if value is None else value.when(test, expr)
             if value is None:
                 out.append((f.name, old))
             elif acted_only and complete:
@@ -208,15 +218,38 @@ class ClauseActions:
                     self.source.columns,
                     self.root,
                 )
-            return None if clause.action == "update" else F.lit(None)
+            return None if clause.action == "update" else self._implicit(column)
         for key, value in clause.assignments.items():
             if key.strip("`").rsplit(".", 1)[-1].lower() == column.lower():
                 return condition_column(value)
-        return None
+        return self._implicit(column) if clause.action == "insert" else None
+
+    def _implicit(self, column: str) -> Any | None:
+        """An insert's value for a column it does not give (reference
+        ``PreprocessTableMerge``): the column's default, else ``None`` (NULL, or a new identity
+        value: :meth:`value_exprs`)."""
+        sql = self.target_schema.field(column).metadata.get(CURRENT_DEFAULT)
+        return None if sql is None else F.expr(str(sql))
+
+    def generated_identity(self) -> list[str]:
+        """The identity columns some insert clause leaves out: their values are generated."""
+        inserts = [c for c in self.clauses if c.action == "insert"]
+        return [
+            c.name
+            for c in identity_columns(self.target_schema)
+            if any(not self._gives(clause, c.name) for clause in inserts)
+        ]
+
+    def _gives(self, clause: MergeClause, column: str) -> bool:
+        """Whether ``clause`` gives ``column`` a value (``*``: the source has the column)."""
+        if clause.assignments is None:
+            return find_column(self.source.columns, column) is not None
+        return any(_key(k) == column.lower() for k in clause.assignments)
 
     def check_assignment_keys(self) -> None:
         """Every assigned column is a column of the (evolved) target; none is an identity
-        column (UPDATE) ."""
+        column (UPDATE, ``UPDATE *`` included; an INSERT giving a GENERATED ALWAYS one a
+        value)."""
         names = {f.name.lower(): f for f in self.target_schema.fields}
         for clause in self.clauses:
             for key in clause.assignments or {}:
@@ -225,8 +258,23 @@ class ClauseActions:
                     raise errors.unresolved_column(
                         key, f"MERGE {clause.action}", self.target_schema.names, self.root
                     )
-                if clause.action == "update" and IDENTITY_START in field.metadata:
-                    raise errors.identity_update(field.name, self.root)
+        self._check_identity()
+
+    def _check_identity(self) -> None:
+        """No update sets an identity column, no insert gives a GENERATED ALWAYS one a value
+        (``*`` sets them from the source's column of that name), as in the reference.
+
+        Raises:
+            UnsupportedFeatureError: ``DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED``,
+                ``DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED``.
+        """
+        for c in identity_columns(self.target_schema):
+            for clause in self.clauses:
+                if clause.action == "update" and self._gives(clause, c.name):
+                    raise errors.identity_update(c.name, self.root)
+                explicit = clause.action == "insert" and not c.allow_explicit_insert
+                if explicit and self._gives(clause, c.name):
+                    raise errors.identity_explicit_insert(c.name, self.root)
 
     def change_rows(self, joined: Any, values: list[Any], target: Any | None) -> Any:
         """``update_preimage``/``update_postimage``, ``delete`` and ``insert`` rows of a frame
@@ -269,6 +317,19 @@ class ClauseActions:
             .alias(CHANGE_TYPE),
         )
         return pre_or_delete.unionByName(post_or_insert)
+
+
+def _key(assigned: str) -> str:
+    """An assignment key's column (``t.c`` / ```c``` -> ``c``), lower-cased."""
+    return assigned.strip("`").rsplit(".", 1)[-1].lower()
+
+
+def _identity_values(c: IdentityColumn) -> Any:
+    """New values of identity column ``c``: unique across tasks (the partition id is in the
+    high bits of ``monotonically_increasing_id``), past the high-water mark in steps of
+    ``step`` (as the writer generates them, :mod:`deltalog.spark.write.batch`)."""
+    value = F.lit(c.first_value) + F.lit(c.step) * F.monotonically_increasing_id()
+    return value.cast("long")
 
 
 def find_column(names: list[str], name: str) -> str | None:

@@ -12,18 +12,24 @@ import json
 from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from sqlglot import exp
 
 from deltalog import errors
 from deltalog.catalog import TableEntry
 from deltalog.commands.ddl import alter_columns, show
 from deltalog.commands.ddl.show import spark_simple_string
+from deltalog.commands.ddl.sync_identity import sync_identity
 from deltalog.commands.optimize.plan import clustering_columns
 from deltalog.delta_log import DeltaLog
+from deltalog.log.snapshot import Snapshot
 from deltalog.schema import DataType, drop_column_mapping_metadata, parse_schema
 from deltalog.spark import names
 from deltalog.spark.api.columns import sql_type_json
+from deltalog.spark.api.delta_table import read_table
+from deltalog.spark.session import conf_get
 from deltalog.spark.sql.common import NOT_DELTA, empty, table_ref
+from deltalog.spark.sql.dml import check_default
 from deltalog.sql.statements import (
     AlterColumn,
     ClusterBy,
@@ -32,6 +38,11 @@ from deltalog.sql.statements import (
     RenameColumn,
     SetLocation,
     ShowCreateTable,
+)
+
+# delta-spark's conf letting SYNC IDENTITY lower a high-water mark (off by default).
+_LOWER_HIGH_WATER_MARK = (
+    "spark.databricks.delta.identityColumn.allowSyncIdentityToLowerHighWaterMark.enabled"
 )
 
 
@@ -43,10 +54,40 @@ def alter_column(spark: SparkSession, s: AlterColumn) -> Any:
     target = _target(spark, s)
     if target is None:
         return NOT_DELTA
+    if s.sync_identity:
+        allow = conf_get(spark, _LOWER_HIGH_WATER_MARK, "false").strip().lower() == "true"
+        sync_identity(target.path, ".".join(s.column), _extreme(spark), allow_lowering=allow)
+        return _done(spark)
     data_type = None if s.data_type is None else _data_type(spark, s.data_type)
-    change = alter_columns.ColumnChange(s.column, data_type, s.comment, s.position, s.nullable)
+    if s.default is not None:
+        field = alter_columns._field(
+            DeltaLog.for_table(target.path).update().schema, s.column, target.path
+        )
+        check_default(spark, field.name, s.default, spark_simple_string(field.type))
+    change = alter_columns.ColumnChange(
+        s.column,
+        data_type,
+        s.comment,
+        s.position,
+        s.nullable,
+        default=s.default,
+        drop_default=s.drop_default,
+    )
     alter_columns.change_column(target.path, change)
     return _done(spark)
+
+
+def _extreme(spark: SparkSession) -> Any:
+    """SYNC IDENTITY's question: a column's highest (or lowest) value in a snapshot, asked of
+    Spark (one aggregate over the snapshot's files)."""
+
+    def extreme(snapshot: Snapshot, column: str, highest: bool) -> int | None:
+        df = read_table(spark, snapshot.table_root, version=snapshot.version)
+        agg = F.max(f"`{column}`") if highest else F.min(f"`{column}`")
+        value = df.agg(agg).collect()[0][0]
+        return None if value is None else int(value)
+
+    return extreme
 
 
 def rename_column(spark: SparkSession, s: RenameColumn) -> Any:

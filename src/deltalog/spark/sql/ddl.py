@@ -88,7 +88,7 @@ def add_columns(spark: SparkSession, target: names.Target, columns: list[exp.Exp
     probe = DeltaTableBuilder(spark, "create")
 
     for column in columns:
-        probe = add_column(probe, column)
+        probe = add_column(probe, column, existing_table=target.path)
     added = probe._fields
     for f in added:
         if not f["nullable"]:

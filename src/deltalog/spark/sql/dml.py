@@ -11,19 +11,28 @@ from __future__ import annotations
 
 from typing import Any
 
+import sqlglot
 from pyspark.sql import SparkSession
 from sqlglot import exp
 
 from deltalog import errors
 from deltalog.catalog import already_exists
+from deltalog.column_defaults import CURRENT_DEFAULT
 from deltalog.delta_log import DeltaLog
 from deltalog.spark import names
+from deltalog.spark.api.columns import IdentityGenerator
 from deltalog.spark.api.delta_table import DeltaTable, DeltaTableBuilder
 from deltalog.spark.commands import dml as dml_commands
 from deltalog.spark.commands.write_into_delta import write_dataframe
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.sql.common import NOT_DELTA, empty, table_ref, target_of
 from deltalog.spark.sql.reads import query_dataframe
+from deltalog.sql.defaults import (
+    is_default,
+    original_defaults,
+    replace_assignment,
+    replace_in_query,
+)
 from deltalog.sql.statements import DIALECT, Parsed, property_pair
 
 AFFECTED_SCHEMA = "num_affected_rows long"
@@ -89,17 +98,31 @@ def update(spark: SparkSession, statement: Parsed) -> Any:
     if target is None:
         return NOT_DELTA
     qualifiers = _qualifiers(node.this)
+    table = _table(spark, target)
+    defaults = _defaults(table, node)
     assignments = {}
     for eq in node.expressions:
-        assignments[_column_name(eq.this, qualifiers)] = _sql(
-            _unqualified(eq.expression, qualifiers)
-        )
+        column = _column_name(eq.this, qualifiers)
+        value = replace_assignment(eq.expression, column, defaults)
+        assignments[column] = _sql(_unqualified(value, qualifiers))
     where = node.args.get("where")
     condition = None if where is None else _sql(_unqualified(where.this, qualifiers))
-    table = _table(spark, target)
     version = dml_commands.update(spark, table._log, condition, assignments)
     rows = _metric(table, version, "numUpdatedRows")
     return spark.createDataFrame([(rows,)], AFFECTED_SCHEMA)
+
+
+def _defaults(table: Any, node: exp.Expression) -> dict[str, str | None]:
+    """The table's defaults when the statement uses the ``DEFAULT`` keyword (else none: the
+    snapshot is not read for nothing)."""
+    if not any(is_default(n) for n in node.walk()):
+        return {}
+    return _schema_defaults(table._log.update().schema)
+
+
+def _schema_defaults(schema: Any) -> dict[str, str | None]:
+    """What ``DEFAULT`` means per column (lower-cased name): its default's SQL, else NULL."""
+    return {f.name.lower(): f.metadata.get(CURRENT_DEFAULT) for f in schema.fields}
 
 
 def _column_name(node: exp.Expression, qualifiers: set[str]) -> str:
@@ -130,14 +153,17 @@ def merge(spark: SparkSession, statement: Parsed) -> Any:
     table = _table(spark, target).alias(target_alias)
     builder = table.merge(source, _sql(node.args["on"]))
     qualifiers = {target_alias.lower(), node.this.name.lower()}
+    defaults = _defaults(table, node)
     for when in node.args["whens"].expressions:
-        builder = _clause(builder, when, qualifiers)
+        builder = _clause(builder, when, qualifiers, defaults)
     if statement.schema_evolution:
         builder = builder.withSchemaEvolution()
     return builder.execute()
 
 
-def _clause(builder: Any, when: exp.When, qualifiers: set[str]) -> Any:
+def _clause(
+    builder: Any, when: exp.When, qualifiers: set[str], defaults: dict[str, str | None]
+) -> Any:
     condition = _sql(when.args.get("condition"))
     then = when.args["then"]
     matched, by_source = bool(when.args.get("matched")), bool(when.args.get("source"))
@@ -148,9 +174,10 @@ def _clause(builder: Any, when: exp.When, qualifiers: set[str]) -> Any:
     if isinstance(then, exp.Update):
         if len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star):
             return builder.whenMatchedUpdateAll(condition)
-        assignments = {
-            _column_name(eq.this, qualifiers): _sql(eq.expression) for eq in then.expressions
-        }
+        assignments = {}
+        for eq in then.expressions:
+            column = _column_name(eq.this, qualifiers)
+            assignments[column] = _sql(replace_assignment(eq.expression, column, defaults))
         if by_source:
             return builder.whenNotMatchedBySourceUpdate(condition, assignments)
         return builder.whenMatchedUpdate(condition, assignments)
@@ -158,7 +185,10 @@ def _clause(builder: Any, when: exp.When, qualifiers: set[str]) -> Any:
         if isinstance(then.this, exp.Star):
             return builder.whenNotMatchedInsertAll(condition)
         columns = [_column_name(c, qualifiers) for c in then.this.expressions]
-        values = [_sql(v) for v in then.expression.expressions]
+        values = [
+            _sql(replace_assignment(v, c, defaults))
+            for c, v in zip(columns, then.expression.expressions, strict=True)
+        ]
         return builder.whenNotMatchedInsert(condition, dict(zip(columns, values, strict=True)))
     raise errors.invalid_argument(f"unsupported MERGE clause: {when.sql(dialect=DIALECT)}")
 
@@ -177,9 +207,12 @@ def insert(spark: SparkSession, statement: Parsed) -> Any:
     snapshot = _table(spark, target)._log.update()
     schema = to_spark_schema(snapshot.schema)
     static = _static_partitions(table_node)
-    df = query_dataframe(spark, node.expression)
+    wanted = listed or [f.name for f in schema.fields if f.name.lower() not in static]
+    query = node.expression
     if not node.args.get("by_name"):
-        wanted = listed or [f.name for f in schema.fields if f.name.lower() not in static]
+        query = replace_in_query(query, wanted, _schema_defaults(snapshot.schema))
+    df = query_dataframe(spark, query)
+    if not node.args.get("by_name"):
         if len(wanted) != len(df.columns):
             raise errors.DeltaWriteError(
                 "INSERT_COLUMN_ARITY_MISMATCH",
@@ -256,7 +289,7 @@ def create(spark: SparkSession, statement: Parsed) -> Any:
     if query is not None:
         _create_as_select(spark, target, kind, props, query)
     else:
-        _create_from_columns(spark, target, kind, props, node.this)
+        _create_from_columns(spark, target, kind, props, node.this, statement.text)
     # Existence was checked above; the builder may have recorded the name already.
     names.register(spark, target, replace=True)
     return empty(spark)
@@ -289,8 +322,6 @@ def _create_properties(node: exp.Expression) -> dict[str, Any]:
     return out
 
 
-
-
 def _create_as_select(
     spark: SparkSession,
     target: names.Target,
@@ -316,8 +347,10 @@ def _create_from_columns(
     kind: str,
     props: dict[str, Any],
     schema_node: exp.Expression,
+    text: str | None,
 ) -> None:
     columns = schema_node.expressions if isinstance(schema_node, exp.Schema) else []
+    defaults = _default_texts(columns, text)
     exists = DeltaTable.isDeltaTable(spark, target.path)
     if exists and target.entry is not None and kind != "create_or_replace":
         _check_same_columns(target, [c.name for c in columns])
@@ -326,7 +359,7 @@ def _create_from_columns(
     if target.entry is not None:
         builder = builder.tableName(f"{target.entry.database}.{target.entry.name}")
     for column in columns:
-        builder = add_column(builder, column)
+        builder = add_column(builder, column, default_text=defaults.get(column.name.lower()))
     builder = builder.partitionedBy(props["partitioned_by"]).clusterBy(props["cluster_by"])
     for key, value in props["properties"].items():
         builder = builder.property(key, value)
@@ -359,8 +392,42 @@ def _check_same_columns(target: names.Target, columns: list[str]) -> None:
         )
 
 
-def add_column(builder: Any, column: exp.Expression) -> Any:
+def _default_texts(columns: list[exp.Expression], text: str | None) -> dict[str, str]:
+    """Each defaulted column's DEFAULT as the statement's text spells it (lower-cased column
+    name -> text), which Spark stores in ``CURRENT_DEFAULT``."""
+    named = []
+    for column in columns:
+        for constraint in column.args.get("constraints") or ():
+            kind = constraint.args.get("kind")
+            if isinstance(kind, exp.DefaultColumnConstraint):
+                named.append((column.name.lower(), kind.this))
+    if not named or text is None:
+        return {}
+    texts = original_defaults(text, [e for _, e in named])
+    return {name: t for (name, _), t in zip(named, texts, strict=True)}
+
+
+def add_column(
+    builder: Any,
+    column: exp.Expression,
+    *,
+    existing_table: str | None = None,
+    default_text: str | None = None,
+) -> Any:
+    """``builder`` with the column of a ``ColumnDef``: its type, NOT NULL, COMMENT,
+    ``GENERATED ALWAYS AS (expr)``, ``GENERATED ALWAYS|BY DEFAULT AS IDENTITY [(START WITH n
+    INCREMENT BY m)]`` and ``DEFAULT expr`` (``CURRENT_DEFAULT``, Spark SQL checked by Spark;
+    ``default_text`` is its text as the statement spells it, else sqlglot's rendering).
+
+    Raises:
+        DeltaWriteError: a DEFAULT on a column added to ``existing_table``
+            (``WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN_NOT_SUPPORTED``).
+        InvalidArgumentError: an identity step of 0, or both a generation expression and an
+            identity.
+    """
     nullable, comment, generated = True, None, None
+    identity: tuple[IdentityGenerator, bool] | None = None
+    default = None
     for constraint in column.args.get("constraints") or ():
         kind = constraint.args.get("kind")
         if isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
@@ -369,5 +436,79 @@ def add_column(builder: Any, column: exp.Expression) -> Any:
             comment = kind.this.name
         elif isinstance(kind, exp.ComputedColumnConstraint):
             generated = _sql(kind.this)
+        elif isinstance(kind, exp.GeneratedAsIdentityColumnConstraint):
+            identity = _identity(kind), bool(kind.this)
+        elif isinstance(kind, exp.DefaultColumnConstraint):
+            default = default_text or _sql(kind.this)
+    if default is not None and existing_table is not None:
+        raise errors.column_default_on_add_column(existing_table)
     type_text = column.args["kind"].sql(dialect=DIALECT)
-    return builder.addColumn(column.name, type_text, nullable, generated, comment=comment)
+    if identity is not None and generated is not None:
+        raise errors.InvalidArgumentError(
+            "DELTA_IDENTITY_COLUMNS_WITH_GENERATED_EXPRESSION",
+            "IDENTITY column cannot be specified with a generated column expression.",
+        )
+    if identity is not None:
+        generator, always = identity
+        builder = builder.addColumn(
+            column.name,
+            type_text,
+            nullable,
+            generator if always else None,
+            None if always else generator,
+            comment=comment,
+        )
+    else:
+        builder = builder.addColumn(column.name, type_text, nullable, generated, comment=comment)
+    if default is not None:
+        check_default(builder._spark, column.name, default, type_text)
+        builder._fields[-1]["metadata"][CURRENT_DEFAULT] = default
+    return builder
+
+
+def _identity(kind: exp.GeneratedAsIdentityColumnConstraint) -> IdentityGenerator:
+    """``START WITH n INCREMENT BY m`` (both default to 1, as in the reference).
+
+    Raises:
+        InvalidArgumentError: ``DELTA_IDENTITY_COLUMNS_ILLEGAL_STEP`` for a step of 0.
+    """
+    start = _integer(kind.args.get("start"), 1)
+    step = _integer(kind.args.get("increment"), 1)
+    if step == 0:
+        raise errors.InvalidArgumentError(
+            "DELTA_IDENTITY_COLUMNS_ILLEGAL_STEP", "IDENTITY column step cannot be 0."
+        )
+    return IdentityGenerator(start, step)
+
+
+def _integer(node: exp.Expression | None, default: int) -> int:
+    if node is None:
+        return default
+    if isinstance(node, exp.Neg):
+        return -_integer(node.this, default)
+    if isinstance(node, exp.Literal) and not node.is_string:
+        try:
+            return int(str(node.this))
+        except ValueError:
+            pass
+    raise errors.invalid_argument(
+        f"an identity's START WITH and INCREMENT BY take integers, not {node.sql(dialect=DIALECT)}"
+    )
+
+
+def check_default(spark: SparkSession, column: str, default: str, type_text: str) -> None:
+    """A DEFAULT is an expression Spark analyses, without subqueries (Spark's checks, which
+    raise its own AnalysisException for what it cannot resolve or cast).
+
+    Raises:
+        InvalidArgumentError: ``INVALID_DEFAULT_VALUE.SUBQUERY_EXPRESSION``.
+    """
+    parsed = sqlglot.parse_one(default, read=DIALECT)
+    if parsed.find(exp.Subquery, exp.Select) is not None:
+        raise errors.InvalidArgumentError(
+            "INVALID_DEFAULT_VALUE.SUBQUERY_EXPRESSION",
+            f"Failed to execute the command because the destination column or variable "
+            f"`{column}` has a DEFAULT value {default} which contains subquery expressions.",
+        )
+    # Analysis only (no job): an unresolvable or uncastable default fails here, in Spark.
+    spark.range(0).selectExpr(f"CAST(({default}) AS {type_text}) AS c").schema  # noqa: B018

@@ -33,15 +33,22 @@ from pyspark.sql import functions as F
 
 from deltalog import errors
 from deltalog.actions import AddCDCFile, AddFile, action_from_json
+from deltalog.column_defaults import missing_defaults
 from deltalog.commands.dml.file_changes import as_change_files
 from deltalog.commands.write.constraints import GENERATION_KEY, constraints
-from deltalog.commands.write.identity import IdentityColumn, columns_to_generate, identity_columns
+from deltalog.commands.write.identity import (
+    IdentityColumn,
+    columns_to_generate,
+    identity_columns,
+    marks_after,
+)
 from deltalog.commands.write.write_into_delta import (
     WriteOptions,
     WritePlan,
     change_data_layout,
 )
 from deltalog.schema import StructType
+from deltalog.spark.schema import spark_type
 from deltalog.spark.session import conf_get, to_arrow
 from deltalog.spark.storage import note_path
 from deltalog.spark.write import parquet
@@ -118,20 +125,32 @@ def writer_options(
     )
 
 
-def write_rows(df: Any, plan: WritePlan) -> tuple[list[AddFile], dict[str, int]]:
+def write_rows(
+    df: Any, plan: WritePlan, *, generated: Sequence[str] = ()
+) -> tuple[list[AddFile], dict[str, int]]:
     """Write ``df`` (the table's columns by name) as new data files of ``plan``'s table, every
-    row checked against the table's rules and missing generated and identity values computed,
-    all in one Spark job; returns the ``add`` actions and the identity high-water marks.
+    row checked against the table's rules and missing defaulted, generated and identity values
+    computed, all in one Spark job; returns the ``add`` actions and the identity high-water
+    marks.
+
+    ``generated`` names identity columns ``df`` holds but whose values the caller generated
+    for some rows (MERGE's inserts): they are not explicit inserts, and their high-water marks
+    follow from every value written, as the reference's tracker does.
 
     Raises:
-        DeltaWriteError: a row breaks a rule (NOT NULL, CHECK, generated column...).
+        DeltaWriteError: a row breaks a rule (NOT NULL, CHECK, generated column...); values
+            are given for a GENERATED ALWAYS identity column.
     """
     table = plan.layout.table_root
-    identity = columns_to_generate(identity_columns(plan.layout.schema), df.columns, table)
+    given = {n.lower() for n in generated}
+    columns = identity_columns(plan.layout.schema)
+    tracked = [c for c in columns if c.name.lower() in given]
+    identity = columns_to_generate(
+        [c for c in columns if c.name.lower() not in given], df.columns, table
+    )
     checked = _with_rules(_with_identity(df, identity), plan)
-    adds, ranges = _write_files(checked, plan, identity, table)
-    marks = {c.name: c.mark_after(*ranges[c.name]) for c in identity if c.name in ranges}
-    return adds, marks
+    adds, ranges = _write_files(checked, plan, identity + tracked, table)
+    return adds, marks_after(identity + tracked, ranges)
 
 
 def write_change_rows(df: Any, plan: WritePlan) -> list[AddCDCFile]:
@@ -192,9 +211,11 @@ class WriteTask:
                 if not batch.num_rows:
                     continue
                 for name in self.identity:
-                    lo, hi = pc.min_max(batch.column(name)).values()
-                    seen = ranges.setdefault(name, [lo.as_py(), hi.as_py()])
-                    seen[0], seen[1] = min(seen[0], lo.as_py()), max(seen[1], hi.as_py())
+                    lo, hi = (v.as_py() for v in pc.min_max(batch.column(name)).values())
+                    if lo is None:  # only nulls (values given for a BY DEFAULT column)
+                        continue
+                    seen = ranges.setdefault(name, [lo, hi])
+                    seen[0], seen[1] = min(seen[0], lo), max(seen[1], hi)
                 writer.add(_drop_checks(batch))
             lines: list[str | None] = [a.to_json() for a in writer.finish()]
         extra: list[str | None] = [None] * len(lines)
@@ -246,9 +267,10 @@ def _add(line: str) -> AddFile:
 
 
 def _with_rules(df: Any, plan: WritePlan) -> Any:
-    """``df`` with missing generated columns computed and a filter that is always true or
-    raises the reference's error for the first row that breaks a rule."""
+    """``df`` with missing defaulted and generated columns computed and a filter that is
+    always true or raises the reference's error for the first row that breaks a rule."""
     schema: StructType = plan.layout.schema
+    df = with_defaults(df, schema)
     present = {c.lower() for c in df.columns}
     for f in schema.fields:
         if GENERATION_KEY in f.metadata and f.name.lower() not in present:
@@ -287,6 +309,15 @@ def _with_rules(df: Any, plan: WritePlan) -> Any:
         checks.append(F.when(~ok, F.raise_error(F.concat(F.lit(msg), _row_text(df)))))
     if checks:
         df = df.where(F.coalesce(*checks, F.lit(True)))
+    return df
+
+
+def with_defaults(df: Any, schema: StructType) -> Any:
+    """``df`` with the columns it lacks that have a default (``CURRENT_DEFAULT``) set to it,
+    evaluated by Spark and cast to the column's type, as the reference's writer does for every
+    write (PROTOCOL.md "Default Columns")."""
+    for name, sql in missing_defaults(schema, list(df.columns)).items():
+        df = df.withColumn(name, F.expr(sql).cast(spark_type(schema.field(name))))
     return df
 
 

@@ -41,10 +41,15 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from deltalog import errors
+from deltalog import column_defaults, errors
 from deltalog.actions import AddFile, Metadata, action_from_json
 from deltalog.commands.write.constraints import check_rows
-from deltalog.commands.write.identity import IdentityColumn, columns_to_generate, identity_columns
+from deltalog.commands.write.identity import (
+    IdentityColumn,
+    columns_to_generate,
+    identity_columns,
+    marks_after,
+)
 from deltalog.commands.write.write_into_delta import (
     WriteOptions,
     WritePlan,
@@ -167,6 +172,8 @@ def plan_source_write(
     rewrites = plan.replace_predicate is not None and not replaces_partitions_only(plan)
     if rewrites and plan.txn.snapshot is not None:
         raise _rewrite_refused(log.table_root, str(options.replace_where))
+    # The tasks write Arrow batches: a defaulted column's SQL cannot be evaluated there.
+    column_defaults.check_given(plan.layout.schema, list(data_schema.names), log.table_root)
     identity = columns_to_generate(
         identity_columns(plan.layout.schema), list(data_schema.names), log.table_root
     )
@@ -346,7 +353,7 @@ def _marks(write: SourceWrite, messages: Iterable[WriterCommitMessage | None]) -
         for name, lo, hi in m.identity:
             old = ranges.get(name, (lo, hi))
             ranges[name] = (min(old[0], lo), max(old[1], hi))
-    return {c.name: c.mark_after(*ranges[c.name]) for c in write.identity if c.name in ranges}
+    return marks_after(write.identity, ranges)
 
 
 def _with_identity(
