@@ -30,7 +30,8 @@ def test_catalog_names_survive_a_new_instance(tmp_path: Path) -> None:
     assert first.lookup("default", "events") == TableEntry("default", "events", "/x", False)
 
 
-def test_drop_removes_managed_files_only(tmp_path: Path) -> None:
+def _managed_and_external(tmp_path: Path) -> tuple[Catalog, Path, Path]:
+    """A registry with a managed table ``default.m`` and an external one ``default.e``."""
     catalog = Catalog(str(tmp_path / "wh"))
     managed = Path(catalog.managed_location("default", "m"))
     external = tmp_path / "ext"
@@ -38,6 +39,11 @@ def test_drop_removes_managed_files_only(tmp_path: Path) -> None:
         (folder / "_delta_log").mkdir(parents=True)
     catalog.register(TableEntry("default", "m", str(managed), managed=True))
     catalog.register(TableEntry("default", "e", str(external), managed=False))
+    return catalog, managed, external
+
+
+def test_drop_removes_managed_files_only(tmp_path: Path) -> None:
+    catalog, managed, external = _managed_and_external(tmp_path)
     assert catalog.drop("default", "m") is not None and not managed.exists()
     assert catalog.drop("default", "e") is not None and external.exists()
     assert catalog.drop("default", "e") is None
@@ -51,13 +57,7 @@ def test_bad_names_and_uris() -> None:
 
 
 def test_rename_moves_a_managed_folder_and_keeps_an_external_one(tmp_path: Path) -> None:
-    catalog = Catalog(str(tmp_path / "wh"))
-    managed = Path(catalog.managed_location("default", "m"))
-    external = tmp_path / "ext"
-    for folder in (managed, external):
-        (folder / "_delta_log").mkdir(parents=True)
-    catalog.register(TableEntry("default", "m", str(managed), managed=True))
-    catalog.register(TableEntry("default", "e", str(external), managed=False))
+    catalog, managed, external = _managed_and_external(tmp_path)
 
     moved = catalog.rename(TableEntry("default", "m", str(managed), True), "sales", "M2")
     assert moved == TableEntry("sales", "m2", str(tmp_path / "wh" / "sales.db" / "m2"), True)

@@ -18,7 +18,7 @@ from deltalog.commands.ddl.sync_identity import sync_identity
 from deltalog.commands.write.identity import IdentityColumn, marks_after
 from deltalog.commands.write.write_table import write_table
 from deltalog.log.snapshot import Snapshot
-from deltalog.schema import parse_schema
+from deltalog.schema import StructType, parse_schema
 from tests.conformance.rows import oracle_rows
 
 
@@ -57,24 +57,22 @@ def test_lowering_only_when_allowed_and_marks_after_ranges() -> None:
     assert marks_after([up], {"id": (1, 3)}) == {}
 
 
-def _table(root: str) -> None:
-    schema = {
-        "type": "struct",
-        "fields": [
-            {
-                "name": "id",
-                "type": "long",
-                "nullable": True,
-                "metadata": {
-                    "delta.identity.start": 1,
-                    "delta.identity.step": 2,
-                    "delta.identity.allowExplicitInsert": True,
-                },
-            },
-            {"name": "v", "type": "string", "nullable": True, "metadata": {}},
-        ],
+def _identity_schema(step: int, allow_explicit: bool) -> StructType:
+    """``id`` (identity from 1 by ``step``) and ``v``."""
+    identity = {
+        "delta.identity.start": 1,
+        "delta.identity.step": step,
+        "delta.identity.allowExplicitInsert": allow_explicit,
     }
-    create_table(root, "create", TableSpec(parse_schema(json.dumps(schema))))
+    fields = [
+        {"name": "id", "type": "long", "nullable": True, "metadata": identity},
+        {"name": "v", "type": "string", "nullable": True, "metadata": {}},
+    ]
+    return parse_schema(json.dumps({"type": "struct", "fields": fields}))
+
+
+def _table(root: str) -> None:
+    create_table(root, "create", TableSpec(_identity_schema(2, allow_explicit=True)))
 
 
 def _oracle_extreme(snapshot: Snapshot, column: str, highest: bool) -> int | None:
@@ -134,23 +132,7 @@ def test_sync_identity_moves_the_mark_to_the_values_given(tmp_path: Path) -> Non
 
 def test_an_identity_column_cannot_partition(tmp_path: Path) -> None:
     root = str(tmp_path / "t")
-    schema = {
-        "type": "struct",
-        "fields": [
-            {
-                "name": "id",
-                "type": "long",
-                "nullable": True,
-                "metadata": {
-                    "delta.identity.start": 1,
-                    "delta.identity.step": 1,
-                    "delta.identity.allowExplicitInsert": False,
-                },
-            },
-            {"name": "v", "type": "string", "nullable": True, "metadata": {}},
-        ],
-    }
-    spec = TableSpec(parse_schema(json.dumps(schema)), partition_columns=("id",))
+    spec = TableSpec(_identity_schema(1, allow_explicit=False), partition_columns=("id",))
     with pytest.raises(errors.InvalidArgumentError) as e:
         create_table(root, "create", spec)
     assert e.value.error_class == "DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED"
