@@ -102,6 +102,10 @@ class SnapshotManagement:
         checkpoint_options: how checkpoints of this table are laid out (multi-part, V2
             top-level format), by the post-commit hook and ``DeltaLog.checkpoint``; the Spark
             layer sets it from the session's ``spark.databricks.delta.checkpoint.*`` settings.
+        write_checksum: whether commits write their version checksum (``<version>.crc``) and
+            checkpoints check the snapshot against it first (true by default); the Spark layer
+            sets it from ``spark.databricks.delta.writeChecksumFile.enabled``, as the reference
+            gates both on that setting.
     """
 
     def __init__(
@@ -127,6 +131,7 @@ class SnapshotManagement:
         self.engine: Engine = engine
         self.staleness_limit_ms = 0
         self.checkpoint_options: CheckpointOptions | None = None
+        self.write_checksum = True
         self._lock = threading.RLock()
         self._async_update: threading.Thread | None = None
         self._snapshot: Snapshot | None = None
