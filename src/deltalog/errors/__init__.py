@@ -176,6 +176,7 @@ from deltalog.errors.row_tracking import (  # noqa: E402 (after the classes they
 from deltalog.errors.writes import (  # noqa: E402 (after the classes they use)
     ambiguous_partition_column,
     cannot_modify_table_property,
+    catalog_managed_write,
     deletion_vector_size_mismatch,
     duplicate_columns,
     failed_to_merge_fields,
@@ -219,6 +220,7 @@ __all__ = [
     "VersionNotFoundError",
     "ambiguous_partition_column",
     "cannot_modify_table_property",
+    "catalog_managed_write",
     "checkpoint_snapshot_mismatch",
     "concurrent_app_transaction",
     "concurrent_append",

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from deltalog import errors
+from deltalog.features import CATALOG_MANAGED, is_feature_supported
 from deltalog.log.checkpoint_writer import write_checkpoint
 from deltalog.log.checksum import (
     DvStats,
@@ -216,7 +217,7 @@ def checkpoint_and_clean(
 ) -> None:
     """Check the snapshot's version checksum (when ``validate``), checkpoint ``snapshot`` (laid
     out by ``options``) and then clean expired log files (the reference's ``checkpoint`` +
-    ``doLogCleanup``).
+    ``doLogCleanup``; never on a catalog-managed table).
 
     Raises:
         InvalidTableError: ``DELTA_TXN_LOG_FAILED_INTEGRITY`` (nothing written).
@@ -225,6 +226,11 @@ def checkpoint_and_clean(
         snapshot.validate_checksum()
     write_checkpoint(store, snapshot, options)
     if snapshot.metadata.configuration.get("delta.enableExpiredLogCleanup", "true") == "false":
+        return
+    if is_feature_supported(snapshot.protocol, CATALOG_MANAGED):
+        # PROTOCOL.md allows checkpoints of published versions, not log cleanup, unless the
+        # managing catalog permits it, and deltalog cannot ask it.
+        log.info("Not cleaning up the log of catalog-managed %s", snapshot.table_root)
         return
     cleanup_expired_logs(
         store,
