@@ -134,7 +134,9 @@ def write_version_checksum(
 
     The file goes through the store's ``overwrite`` (a temp file renamed over the target on
     local disks, one PUT on object stores): readers see the whole file or none, and an existing
-    ``<version>.crc`` is replaced, never a put-if-absent failure. Only the committer of a version
+    ``<version>.crc`` is replaced, never a put-if-absent failure. It is not fsynced (as Hadoop's
+    ``createAtomic`` does not): a checksum lost or emptied by a crash is ignored by readers, and
+    the fsync would cost about a tenth of a small local commit. Only the committer of a version
     knows its state, so a file already there can only be stale (left by an earlier table at this
     path, or by a writer that died while writing it); delta-spark's ``createAtomic`` does not
     overwrite on HDFS-like stores, keeping the stale file, and does on object stores."""
@@ -144,7 +146,7 @@ def write_version_checksum(
             log.debug("No version checksum for version %d of %s", version, delta_log.table_root)
             return None
         delta_log.store.overwrite(
-            f"{delta_log.log_root}/{checksum_name(version)}", checksum.to_json()
+            f"{delta_log.log_root}/{checksum_name(version)}", checksum.to_json(), durable=False
         )
         if latest.version == version:
             latest.attach_checksum(checksum)

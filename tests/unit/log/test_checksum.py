@@ -229,7 +229,7 @@ def test_a_failing_checksum_write_never_fails_the_commit(
     write_table(str(root), rows([1]))
     log = DeltaLog.for_table(str(root))
 
-    def broken(path: str, data: bytes) -> Any:
+    def broken(path: str, data: bytes, **kw: Any) -> Any:
         raise OSError("disk full")
 
     monkeypatch.setattr(log.store, "overwrite", broken)
