@@ -115,9 +115,12 @@ class DeltaLog(SnapshotManagement):
     ) -> None:
         """Write a checkpoint of ``snapshot`` (the latest by default), laid out by ``options``
         (multi-part, V2 top-level format), then clean expired log files, as the reference's
-        ``DeltaLog.checkpoint`` does."""
+        ``DeltaLog.checkpoint`` does; the snapshot's version checksum is checked first when
+        :attr:`write_checksum` is on."""
         from deltalog.txn.hooks import checkpoint_and_clean  # the write path: see above
 
         options = options or self.checkpoint_options
-        checkpoint_and_clean(self.store, snapshot or self.update(), options)
+        checkpoint_and_clean(
+            self.store, snapshot or self.update(), options, validate=self.write_checksum
+        )
 

@@ -36,7 +36,29 @@ SUPPORTED_READER_FEATURES = frozenset(
         # Data is read by Spark's parquet reader, which rebuilds shredded variants (Spark >= 4.0).
         "variantShredding",
         "variantShredding-preview",
+        # Read from the file system alone: the versions published in _delta_log. See
+        # CATALOG_MANAGED_READS; writes are refused (check_write_supported).
+        "catalogManaged",
     }
+)
+
+CATALOG_MANAGED = "catalogManaged"
+# What a path-based read of a catalogManaged table sees (PROTOCOL.md "Catalog-managed tables").
+# The catalog is the source of truth for which commits are ratified. A commit is published once
+# it is copied to _delta_log/<v>.json, and such a file proves that version v is ratified, so the
+# published commits, listed as for any table, form a valid snapshot: the table as of its newest
+# published version. Ratified commits not yet published (staged in
+# _delta_log/_staged_commits/<v>.<uuid>.json, or inline in the catalog) are invisible without the
+# catalog, and staged files must never be interpreted by a client (a staged file may be a
+# rejected, unfinished or partial attempt): deltalog never lists or reads that folder. The
+# protocol does not support file-system access (it warns readers and blocks writers), and
+# delta-spark refuses path-based access outright (DELTA_PATH_BASED_ACCESS_TO_CATALOG_MANAGED_
+# TABLE_BLOCKED); deltalog reads the published versions and logs a warning that the snapshot may
+# lag the catalog. Commit times come from in-commit timestamps, which the feature requires.
+CATALOG_MANAGED_READS = (
+    "reads only the versions published in _delta_log; commits the catalog has ratified but not "
+    "yet published (staged in _delta_log/_staged_commits/ or held by the catalog) are not "
+    "visible without the catalog, so the table may be newer than this snapshot"
 )
 
 SUPPORTED_READER_VERSIONS = frozenset({1, 2, 3})
@@ -213,14 +235,18 @@ SUPPORTED_WRITER_FEATURES = frozenset(
 SUPPORTED_WRITER_VERSIONS = frozenset(range(1, 8))
 
 
-def check_write_supported(protocol: Protocol, table: str) -> None:
+def check_write_supported(protocol: Protocol, table: str, *, enabling: bool = False) -> None:
     """Refuse tables deltalog cannot write while honouring every feature they use.
+    ``enabling``: ``protocol`` is the one a commit is about to write (a new table, or an
+    upgrade), not the table's current one.
 
     Raises:
         UnsupportedFeatureError: ``DELTA_INVALID_PROTOCOL_VERSION`` for a reader version outside
-            1-3 or a writer version outside 1-7; ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE`` naming
-            every listed or implied feature outside :data:`SUPPORTED_WRITER_FEATURES` (e.g.
-            icebergCompatV2, catalogManaged, unknown names).
+            1-3 or a writer version outside 1-7; for ``catalogManaged``, whose catalog must
+            ratify every commit, ``DELTA_PATH_BASED_ACCESS_TO_CATALOG_MANAGED_TABLE_BLOCKED``
+            (``DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_CREATION`` when ``enabling``);
+            ``DELTA_UNSUPPORTED_FEATURES_FOR_WRITE`` naming every listed or implied feature
+            outside :data:`SUPPORTED_WRITER_FEATURES` (e.g. icebergCompatV2, unknown names).
     """
     if (
         protocol.min_reader_version not in SUPPORTED_READER_VERSIONS
@@ -230,6 +256,8 @@ def check_write_supported(protocol: Protocol, table: str) -> None:
             table, protocol.min_reader_version, protocol.min_writer_version
         )
     needed = set(writer_features(protocol)) | set(reader_features(protocol))
+    if CATALOG_MANAGED in needed:
+        raise errors.catalog_managed_write(table, enabling=enabling)
     missing = needed - SUPPORTED_WRITER_FEATURES
     if missing:
         raise errors.unsupported_writer_features(table, missing)

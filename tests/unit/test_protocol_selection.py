@@ -626,15 +626,6 @@ def test_writable_protocols(protocol: Protocol) -> None:
         (Protocol(2, 7, None, (CM, "icebergCompatV2")), ["icebergCompatV2"]),
         (Protocol(2, 7, None, (CM, "icebergCompatV1")), ["icebergCompatV1"]),
         (
-            Protocol(
-                3,
-                7,
-                ("catalogManaged", "vacuumProtocolCheck"),
-                ("catalogManaged", "inCommitTimestamp", "vacuumProtocolCheck"),
-            ),
-            ["catalogManaged"],
-        ),
-        (
             # checkpointProtection is written since DROP FEATURE adds it (log cleanup honours it)
             Protocol(1, 7, None, ("materializePartitionColumns", "checkpointProtection")),
             ["materializePartitionColumns"],

@@ -207,7 +207,7 @@ class LogUpTo:
     def write_if_absent(self, path: str, data: bytes) -> None:
         raise PermissionError(f"read-only view of the log: {path}")
 
-    def overwrite(self, path: str, data: bytes) -> None:
+    def overwrite(self, path: str, data: bytes, *, durable: bool = True) -> None:
         raise PermissionError(f"read-only view of the log: {path}")
 
     def open_output(self, path: str) -> AbstractContextManager[BinaryIO]:

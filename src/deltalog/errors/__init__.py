@@ -176,6 +176,7 @@ from deltalog.errors.row_tracking import (  # noqa: E402 (after the classes they
 from deltalog.errors.writes import (  # noqa: E402 (after the classes they use)
     ambiguous_partition_column,
     cannot_modify_table_property,
+    catalog_managed_write,
     column_default_not_evaluable,
     column_default_on_add_column,
     column_defaults_not_enabled,
@@ -222,6 +223,7 @@ __all__ = [
     "VersionNotFoundError",
     "ambiguous_partition_column",
     "cannot_modify_table_property",
+    "catalog_managed_write",
     "checkpoint_snapshot_mismatch",
     "column_default_not_evaluable",
     "column_default_on_add_column",

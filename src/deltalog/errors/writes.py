@@ -155,6 +155,34 @@ def unsupported_writer_version(table: str, reader: int, writer: int) -> Unsuppor
     )
 
 
+def catalog_managed_write(table: str, *, enabling: bool = False) -> UnsupportedFeatureError:
+    """A commit (or VACUUM, OPTIMIZE, log cleanup) refused on a ``catalogManaged`` table: its
+    managing catalog must ratify every commit (PROTOCOL.md "Catalog-managed tables"), and
+    deltalog reaches tables by path only. ``enabling``: the commit would create the table with
+    the feature, or add it."""
+    if enabling:
+        return UnsupportedFeatureError(
+            "DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_CREATION",
+            "Creating a catalog-managed table, or adding table feature catalogManaged to a "
+            "table, is unsupported: every commit from then on must be ratified by the catalog "
+            "that manages the table, and deltalog commits through the file system only.",
+            table=table,
+            help="create the table through its catalog (an engine connected to it, e.g. "
+            "delta-spark with Unity Catalog), or leave out 'delta.feature.catalogManaged'.",
+            features=("catalogManaged",),
+        )
+    return UnsupportedFeatureError(
+        "DELTA_PATH_BASED_ACCESS_TO_CATALOG_MANAGED_TABLE_BLOCKED",
+        "Path-based writes are not allowed for a catalog-managed table (table feature "
+        "catalogManaged): its managing catalog must commit every version, and deltalog "
+        "writes through the file system only, so nothing was committed.",
+        table=table,
+        help="write through the table's catalog (an engine connected to it, e.g. delta-spark "
+        "with Unity Catalog). deltalog can still read the versions published in _delta_log.",
+        features=("catalogManaged",),
+    )
+
+
 def unsupported_writer_features(table: str, features: Iterable[str]) -> UnsupportedFeatureError:
     names = sorted(features)
     return UnsupportedFeatureError(

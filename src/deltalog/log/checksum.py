@@ -20,7 +20,8 @@ Contract:
 * **Deriving** (:func:`derive_checksum`): the next version's checksum from the previous one and
   the committed actions alone (no replay). ``None`` when that cannot be exact: a ``remove``
   without ``size``, an operation that re-adds live files (:data:`READD_OPERATIONS`), a previous
-  checksum without metadata or protocol, or a result below zero.
+  checksum without metadata or protocol, or a result below zero. The removes of a
+  ``Deletion Vector Tombstones`` commit name DV files, not data files, and are not counted.
 * **From state** (:func:`checksum_from_state`): from a snapshot whose file state is already on
   the driver; used when no previous checksum is at hand.
 * **Validating** (:func:`checksum_mismatches`): the fields that differ between a checksum and a
@@ -33,7 +34,7 @@ from __future__ import annotations
 import json
 import logging
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +54,7 @@ from deltalog.actions import (
 )
 from deltalog.features import is_feature_supported
 from deltalog.log import kernels as k
+from deltalog.table_properties import TableProperties
 
 if TYPE_CHECKING:
     from deltalog.log.snapshot import Snapshot
@@ -66,17 +68,20 @@ MAX_SET_TRANSACTIONS = 100
 MAX_DOMAIN_METADATA = 10
 # Operations whose ``add`` actions may name files that are already live (re-added with new stats
 # or tags), or that may hold actions outside the protocol's invariants: counting their adds would
-# be wrong, so their checksum comes from the state instead.
+# be wrong, so their checksum comes from the state instead. Names as the reference spells them
+# (``DeltaOperations``); delta-spark ignores the adds of the first four and refuses Manual Update.
 READD_OPERATIONS = frozenset(
     {
         "COMPUTE STATS",
         "ROW TRACKING BACKFILL",
         "ROW TRACKING UNBACKFILL",
         "DROP FEATURE",
-        "MANUAL UPDATE",
-        "ADD DELETION VECTORS TOMBSTONES",
+        "Manual Update",
     }
 )
+# Operations whose ``remove`` actions name no live data file: deletion-vector tombstones only
+# protect DV files from VACUUM, so the reference leaves them out of the counts.
+TOMBSTONE_OPERATIONS = frozenset({"Deletion Vector Tombstones"})
 SET_TRANSACTION_RETENTION = "delta.setTransactionRetentionDuration"
 
 
@@ -99,6 +104,9 @@ DEFAULT_BIN_BOUNDARIES = _default_bin_boundaries()
 # PROTOCOL.md "Deleted Record Counts Histogram Schema": bin i starts at 10**(i-1) (bin 0 is 0),
 # and the last bin starts at Int.MaxValue.
 _DELETED_BIN_STARTS = (0, 1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000, 2**31 - 1)
+# Deleted records, deletion vectors, and files per deleted-record-count bin.
+DvStats = tuple[int, int, tuple[int, ...]]
+_NO_DV_BASE: tuple[None, None, None] = (None, None, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,11 +333,17 @@ def derive_checksum(
     operation: str,
     txn_id: str | None,
     first_version: bool = False,
+    previous_dv_stats: Callable[[], DvStats | None] | None = None,
 ) -> VersionChecksum | None:
     """The checksum after committing ``actions`` (``commitInfo`` included) on top of
     ``previous``, without replaying anything; ``None`` when it cannot be exact (see the module
     docstring). ``first_version`` allows a ``previous`` without metadata and protocol (the
-    :func:`initial_checksum` of a table being created)."""
+    :func:`initial_checksum` of a table being created).
+
+    Deletion-vector metrics follow the reference's ``computeNewChecksum``: kept while the table
+    can write DVs (``deletionVectors`` supported and ``delta.enableDeletionVectors``), or can
+    read them and ``previous`` has them (never on the first version); when ``previous`` lacks
+    them, ``previous_dv_stats`` (the previous version's state, when at hand) gives them."""
     if operation in READD_OPERATIONS:
         return None
     if not first_version and (previous.metadata is None or previous.protocol is None):
@@ -349,6 +363,8 @@ def derive_checksum(
             if a.deletion_vector is not None:
                 added_dvs.append(a.deletion_vector)
         elif isinstance(a, RemoveFile):
+            if operation in TOMBSTONE_OPERATIONS:
+                continue
             if a.size is None:
                 return None
             removed.append(a.size)
@@ -368,7 +384,7 @@ def derive_checksum(
     files += len(added) - len(removed)
     if size < 0 or files < 0 or metadata is None or protocol is None:
         return None
-    dvs = is_feature_supported(protocol, "deletionVectors")
+    dv_base = _dv_base(previous, protocol, metadata, first_version, previous_dv_stats)
     histogram = previous.file_size_histogram
     return VersionChecksum(
         table_size_bytes=size,
@@ -380,16 +396,44 @@ def derive_checksum(
         set_transactions=_next_set_transactions(previous, metadata, txns),
         domain_metadata=_next_domain_metadata(previous.domain_metadata, domains),
         file_size_histogram=histogram.changed(added, removed) if histogram else None,
-        num_deleted_records=_dv_sum(
-            dvs, previous.num_deleted_records, added_dvs, removed_dvs, lambda d: d.cardinality
-        ),
-        num_deletion_vectors=_dv_sum(
-            dvs, previous.num_deletion_vectors, added_dvs, removed_dvs, lambda d: 1
-        ),
+        num_deleted_records=_dv_sum(dv_base[0], added_dvs, removed_dvs, lambda d: d.cardinality),
+        num_deletion_vectors=_dv_sum(dv_base[1], added_dvs, removed_dvs, lambda d: 1),
         deleted_record_counts=_next_deleted_counts(
-            dvs, previous.deleted_record_counts, added, removed, added_dvs, removed_dvs
+            dv_base[2], added, removed, added_dvs, removed_dvs
         ),
     )
+
+
+def dv_readable(protocol: Protocol, metadata: Metadata) -> bool:
+    """Whether the table can hold deletion vectors (the reference's
+    ``deletionVectorsReadable``): the feature is supported on a parquet table."""
+    return is_feature_supported(protocol, "deletionVectors") and metadata.format.provider == (
+        "parquet"
+    )
+
+
+def _dv_base(
+    previous: VersionChecksum,
+    protocol: Protocol,
+    metadata: Metadata,
+    first_version: bool,
+    previous_dv_stats: Callable[[], DvStats | None] | None,
+) -> tuple[int | None, int | None, tuple[int, ...] | None]:
+    """The previous version's DV metrics to count from, or ``None``s when the new checksum
+    leaves them out."""
+    readable = dv_readable(protocol, metadata)
+    writable = readable and TableProperties(metadata.configuration).enable_deletion_vectors
+    kept = readable and previous.num_deletion_vectors is not None and not first_version
+    if not (writable or kept):
+        return _NO_DV_BASE
+    if previous.num_deletion_vectors is not None and previous.num_deleted_records is not None:
+        return (
+            previous.num_deleted_records,
+            previous.num_deletion_vectors,
+            previous.deleted_record_counts,
+        )
+    stats = previous_dv_stats() if previous_dv_stats is not None else None
+    return _NO_DV_BASE if stats is None else stats
 
 
 def _next_set_transactions(
@@ -422,19 +466,17 @@ def _next_domain_metadata(
 
 
 def _dv_sum(
-    enabled: bool,
     previous: int | None,
     added: list[DeletionVectorDescriptor],
     removed: list[DeletionVectorDescriptor],
     value: Any,
 ) -> int | None:
-    if not enabled or previous is None:
+    if previous is None:
         return None
     return previous + sum(value(d) for d in added) - sum(value(d) for d in removed)
 
 
 def _next_deleted_counts(
-    enabled: bool,
     previous: tuple[int, ...] | None,
     added: list[int],
     removed: list[int],
@@ -442,7 +484,7 @@ def _next_deleted_counts(
     removed_dvs: list[DeletionVectorDescriptor],
 ) -> tuple[int, ...] | None:
     """Files per deleted-record-count bin; files without a DV count in bin 0."""
-    if not enabled or previous is None or len(previous) != len(_DELETED_BIN_STARTS):
+    if previous is None or len(previous) != len(_DELETED_BIN_STARTS):
         return None
     counts = list(previous)
     counts[0] += (len(added) - len(added_dvs)) - (len(removed) - len(removed_dvs))
@@ -468,7 +510,7 @@ def checksum_from_state(snapshot: Snapshot, *, txn_id: str | None = None) -> Ver
     txns = tuple(snapshot.set_transactions)
     domains = tuple(snapshot.domain_metadata)
     ict = snapshot.commit_info.in_commit_timestamp if snapshot.commit_info else None
-    dv = _dv_stats(snapshot) if is_feature_supported(protocol, "deletionVectors") else None
+    dv = dv_stats(snapshot) if dv_readable(protocol, metadata) else None
     return VersionChecksum(
         table_size_bytes=int(sizes.sum()),
         num_files=len(sizes),
@@ -487,7 +529,7 @@ def checksum_from_state(snapshot: Snapshot, *, txn_id: str | None = None) -> Ver
     )
 
 
-def _dv_stats(snapshot: Snapshot) -> tuple[int, int, tuple[int, ...]]:
+def dv_stats(snapshot: Snapshot) -> DvStats:
     """Deleted records, deletion vectors and the deleted-record-count bins of the live files."""
     column = snapshot.all_files_arrow()["deletionVector"]
     cardinality = k.struct_field(column, "cardinality")
@@ -529,7 +571,7 @@ def checksum_mismatches(checksum: VersionChecksum, snapshot: Snapshot) -> list[s
     if checksum.table_size_bytes != size:
         out.append(f"tableSizeBytes: checksum {checksum.table_size_bytes}, state {size}")
     if checksum.num_deletion_vectors is not None or checksum.num_deleted_records is not None:
-        records, vectors, _ = _dv_stats(snapshot)
+        records, vectors, _ = dv_stats(snapshot)
         pairs = (
             ("numDeletionVectorsOpt", checksum.num_deletion_vectors, vectors),
             ("numDeletedRecordsOpt", checksum.num_deleted_records, records),

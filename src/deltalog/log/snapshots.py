@@ -18,6 +18,8 @@ of one table's log. :class:`deltalog.delta_log.DeltaLog` adds the per-path cache
   optional side file that must not make a readable table unreadable. An absent or unparseable
   ``.crc`` is ignored. A listing that differs from the current one only by a new ``.crc``
   keeps the current snapshot.
+* Catalog-managed tables (``catalogManaged``) load from their published commits alone, with a
+  warning once per log (see :data:`deltalog.features.CATALOG_MANAGED_READS`).
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from deltalog import errors
 from deltalog.actions import NON_FILE_KEYS, REPLAY_ACTION_KEYS, CommitInfo
+from deltalog.features import CATALOG_MANAGED, CATALOG_MANAGED_READS, is_feature_supported
 from deltalog.log.checksum import read_checksum
 from deltalog.log.engines import engine_factory
 from deltalog.log.filenames import (
@@ -102,6 +105,10 @@ class SnapshotManagement:
         checkpoint_options: how checkpoints of this table are laid out (multi-part, V2
             top-level format), by the post-commit hook and ``DeltaLog.checkpoint``; the Spark
             layer sets it from the session's ``spark.databricks.delta.checkpoint.*`` settings.
+        write_checksum: whether commits write their version checksum (``<version>.crc``) and
+            checkpoints check the snapshot against it first (true by default); the Spark layer
+            sets it from ``spark.databricks.delta.writeChecksumFile.enabled``, as the reference
+            gates both on that setting.
     """
 
     def __init__(
@@ -127,6 +134,8 @@ class SnapshotManagement:
         self.engine: Engine = engine
         self.staleness_limit_ms = 0
         self.checkpoint_options: CheckpointOptions | None = None
+        self.write_checksum = True
+        self._warned_catalog_managed = False
         self._lock = threading.RLock()
         self._async_update: threading.Thread | None = None
         self._snapshot: Snapshot | None = None
@@ -401,6 +410,16 @@ class SnapshotManagement:
         if spark_state is not None:
             spark_state.min_file_retention_timestamp = replay.min_file_retention_timestamp
         self._load_checksum(snapshot)
+        if not self._warned_catalog_managed and is_feature_supported(
+            snapshot.protocol, CATALOG_MANAGED
+        ):
+            self._warned_catalog_managed = True  # once per log: every refresh would repeat it
+            log.warning(
+                "%s is a catalog-managed table: deltalog %s (loaded version %d).",
+                self.table_root,
+                CATALOG_MANAGED_READS,
+                snapshot.version,
+            )
         return snapshot
 
     def _load_checksum(self, snapshot: Snapshot) -> None:

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -19,6 +19,9 @@ from deltalog import errors
 from deltalog.log.checkpoint_options import CheckpointOptions
 from deltalog.spark.session_clone import adopt, clone_with
 from deltalog.timestamps import time_zone
+
+if TYPE_CHECKING:
+    from deltalog.log.snapshots import SnapshotManagement
 
 # Spark lists the explicit input paths of a read in a job of its own above this many paths
 # (seconds for a thousand files); the log and the snapshot already know every file. A session
@@ -155,6 +158,26 @@ def checkpoint_options(spark: Any) -> CheckpointOptions | None:
             f"spark.databricks.delta.checkpoint.partSize must be a number, not {part_size!r}"
         ) from None
     return CheckpointOptions(part_size=size, v2_top_level_format=top_level.lower() or "parquet")
+
+
+WRITE_CHECKSUM_KEY = "spark.databricks.delta.writeChecksumFile.enabled"
+
+
+def configure_log(spark: Any, log: SnapshotManagement) -> None:
+    """Apply the session's settings for the log's own files to ``log`` before a command commits
+    through it: the checkpoint layout (:func:`checkpoint_options`) and whether commits write
+    version checksums (``spark.databricks.delta.writeChecksumFile.enabled``, default true).
+
+    Raises:
+        InvalidArgumentError: a setting that is not a number or a boolean where one is needed.
+    """
+    log.checkpoint_options = checkpoint_options(spark)
+    enabled = conf_get(spark, WRITE_CHECKSUM_KEY, "true").strip().lower()
+    if enabled not in ("true", "false"):
+        raise errors.invalid_argument(
+            f"{WRITE_CHECKSUM_KEY} must be true or false, not {enabled!r}"
+        )
+    log.write_checksum = enabled == "true"
 
 
 def session_time_zone(spark: Any) -> dt.tzinfo:

@@ -59,9 +59,11 @@ class LogStore(Protocol):
         file. Raises ``FileExistsError`` when the path already exists (a concurrent writer won)."""
         ...
 
-    def overwrite(self, path: str, data: bytes) -> None:
+    def overwrite(self, path: str, data: bytes, *, durable: bool = True) -> None:
         """Replace ``path`` (or create it) with ``data`` atomically: readers see the old or the
-        new content, never a mix. For hints such as ``_last_checkpoint``, never for commits."""
+        new content, never a mix. For hints such as ``_last_checkpoint``, never for commits.
+        ``durable=False``: the data need not be on disk when this returns (for side files whose
+        loss in a crash costs nothing, such as version checksums); visibility stays atomic."""
         ...
 
     def open_output(self, path: str) -> AbstractContextManager[BinaryIO]:

@@ -83,8 +83,8 @@ class LocalLogStore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
 
-    def overwrite(self, path: str, data: bytes) -> None:
-        tmp = _write_temp(path, data)
+    def overwrite(self, path: str, data: bytes, *, durable: bool = True) -> None:
+        tmp = _write_temp(path, data, sync=durable)
         try:
             os.replace(tmp, path)
         except BaseException:
@@ -121,13 +121,15 @@ class LocalLogStore:
         return os.path.exists(path)
 
 
-def _write_temp(path: str, data: bytes) -> str:
-    """``data`` in a hidden, fsynced temp file beside ``path`` (folders made as needed)."""
+def _write_temp(path: str, data: bytes, *, sync: bool = True) -> str:
+    """``data`` in a hidden temp file beside ``path`` (folders made as needed), fsynced when
+    ``sync``."""
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
     with open(tmp, "wb") as f:
         f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+        if sync:
+            f.flush()
+            os.fsync(f.fileno())
     return tmp

@@ -264,7 +264,7 @@ class ObjectLogStore:
             pass
         raise FileExistsError(path)
 
-    def overwrite(self, path: str, data: bytes) -> None:
+    def overwrite(self, path: str, data: bytes, *, durable: bool = True) -> None:
         import obstore
 
         key = self.key(path)

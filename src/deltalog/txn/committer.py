@@ -43,6 +43,7 @@ from deltalog.actions import (
 )
 from deltalog.errors import row_tracking as rt_errors
 from deltalog.features import (
+    CATALOG_MANAGED,
     check_write_supported,
     is_feature_supported,
     protocol_for_table,
@@ -199,7 +200,9 @@ def prepare(
     effective_protocol = protocol or current_protocol
     effective_metadata = metadata or (txn.snapshot.metadata if txn.snapshot else None)
     assert effective_protocol is not None and effective_metadata is not None
-    check_write_supported(effective_protocol, table)
+    if current_protocol is not None and is_feature_supported(current_protocol, CATALOG_MANAGED):
+        raise errors.catalog_managed_write(table)  # dropping it, too, is the catalog's commit
+    check_write_supported(effective_protocol, table, enabling=True)
     _check_partition_values(table, effective_metadata, others)
     _check_append_only(table, effective_metadata, others)
     _check_duplicates(table, others)

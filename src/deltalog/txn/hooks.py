@@ -3,7 +3,9 @@
 0. version checksum (:func:`write_version_checksum`): ``<version>.crc``, derived from the
    previous version's checksum and the committed actions (no replay); when there is no usable
    previous checksum, computed from the committed snapshot when its files are on the driver
-   anyway (the refresh below builds it incrementally), else skipped: the file is optional;
+   anyway (the refresh below builds it incrementally), else skipped: the file is optional.
+   Not written when the log's ``write_checksum`` is off (the reference's
+   ``spark.databricks.delta.writeChecksumFile.enabled``);
 1. checkpoint: every ``delta.checkpointInterval`` versions (10 by default; never at version 0),
    a checkpoint of the committed version (laid out by the log's ``checkpoint_options``) and
    ``_last_checkpoint``;
@@ -16,8 +18,9 @@ CLONE, CONVERT and RESTORE also checkpoint their version at once
 (:func:`checkpoint_after_commit`, the reference's ``commitLarge``).
 
 Before a checkpoint, the snapshot's checksum (read with it, or computed by the commit) is
-checked against the state the checkpoint is about to write, as delta-spark does: a mismatch
-raises ``DELTA_TXN_LOG_FAILED_INTEGRITY`` and no checkpoint is written.
+checked against the state the checkpoint is about to write, as delta-spark does when
+``writeChecksumFile.enabled`` is on: a mismatch raises ``DELTA_TXN_LOG_FAILED_INTEGRITY`` and no
+checkpoint is written.
 
 A hook failure is logged and never raised: the commit has already happened, and the next
 checkpoint will cover what this one missed.
@@ -31,12 +34,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from deltalog import errors
+from deltalog.features import CATALOG_MANAGED, is_feature_supported
 from deltalog.log.checkpoint_writer import write_checkpoint
 from deltalog.log.checksum import (
+    DvStats,
     VersionChecksum,
     checksum_from_state,
     checksum_name,
     derive_checksum,
+    dv_stats,
     initial_checksum,
     read_checksum,
 )
@@ -44,6 +50,8 @@ from deltalog.log.cleanup import cleanup_expired_logs
 from deltalog.write.manifests import generate_after_commit
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from deltalog.actions import Action
     from deltalog.log.checkpoint_options import CheckpointOptions
     from deltalog.log.snapshot import Snapshot
@@ -77,14 +85,19 @@ def run_post_commit_hooks(
     (the version checksum only when ``committed`` says what was written)."""
     try:
         snapshot = delta_log.update()
-        if committed is not None:
+        if committed is not None and delta_log.write_checksum:
             write_version_checksum(delta_log, snapshot, version, committed)
         if snapshot.version != version:
             if not _checkpoint_due(snapshot, version):
                 return
             snapshot = delta_log.get_snapshot_at(version)
         if _checkpoint_due(snapshot, version):
-            checkpoint_and_clean(delta_log.store, snapshot, delta_log.checkpoint_options)
+            checkpoint_and_clean(
+                delta_log.store,
+                snapshot,
+                delta_log.checkpoint_options,
+                validate=delta_log.write_checksum,
+            )
         if snapshot.version == version:  # later commits run this hook themselves
             generate_after_commit(delta_log.store, snapshot)
     except (errors.DeltaError, OSError) as e:
@@ -102,7 +115,12 @@ def checkpoint_after_commit(delta_log: SnapshotManagement, version: int, operati
     like the other hooks, a failure is logged and never raised: the commit stands."""
     try:
         snapshot = delta_log.get_snapshot_at(version)
-        checkpoint_and_clean(delta_log.store, snapshot, delta_log.checkpoint_options)
+        checkpoint_and_clean(
+            delta_log.store,
+            snapshot,
+            delta_log.checkpoint_options,
+            validate=delta_log.write_checksum,
+        )
     except (errors.DeltaError, OSError) as e:
         log.warning("Checkpoint after %s of %s failed: %s", operation, delta_log.table_root, e)
 
@@ -114,24 +132,22 @@ def write_version_checksum(
     returns it, or ``None`` when it was skipped. Never raises: a checksum that cannot be
     computed or written is logged and skipped.
 
-    The file goes through the store's ``open_output`` (exclusive create on local disks: an
-    existing file is never replaced; one PUT on object stores, where only the committer of a
-    version ever writes its checksum), not the fsynced put-if-absent of commits: the checksum is
-    optional, so a crash that loses or truncates it costs nothing (an unparseable checksum is
-    ignored), and the fsync would double the time of a small local commit."""
+    The file goes through the store's ``overwrite`` (a temp file renamed over the target on
+    local disks, one PUT on object stores): readers see the whole file or none, and an existing
+    ``<version>.crc`` is replaced, never a put-if-absent failure. It is not fsynced (as Hadoop's
+    ``createAtomic`` does not): a checksum lost or emptied by a crash is ignored by readers, and
+    the fsync would cost about a tenth of a small local commit. Only the committer of a version
+    knows its state, so a file already there can only be stale (left by an earlier table at this
+    path, or by a writer that died while writing it); delta-spark's ``createAtomic`` does not
+    overwrite on HDFS-like stores, keeping the stale file, and does on object stores."""
     try:
         checksum = _checksum_of(delta_log, latest, version, committed)
         if checksum is None:
             log.debug("No version checksum for version %d of %s", version, delta_log.table_root)
             return None
-        try:
-            with delta_log.store.open_output(
-                f"{delta_log.log_root}/{checksum_name(version)}"
-            ) as out:
-                out.write(checksum.to_json())
-        except FileExistsError:
-            log.debug("Version checksum of version %d exists already", version)
-            return None
+        delta_log.store.overwrite(
+            f"{delta_log.log_root}/{checksum_name(version)}", checksum.to_json(), durable=False
+        )
         if latest.version == version:
             latest.attach_checksum(checksum)
         return checksum
@@ -166,12 +182,23 @@ def _checksum_of(
             operation=committed.operation,
             txn_id=committed.txn_id,
             first_version=version == 0,
+            previous_dv_stats=_state_dv_stats(read, version - 1),
         )
         if derived is not None:
             return derived
     if latest.version == version and latest.engine == "driver":
         return checksum_from_state(latest, txn_id=committed.txn_id)
     return None
+
+
+def _state_dv_stats(
+    read: Snapshot | None, version: int
+) -> Callable[[], DvStats | None] | None:
+    """The DV metrics of ``read``'s state, computed only when asked (the previous checksum
+    lacks them as DVs become writable) and only from files the driver already holds."""
+    if read is None or read.version != version or read.engine != "driver":
+        return None
+    return lambda: dv_stats(read)
 
 
 def _read_checksum(delta_log: SnapshotManagement, version: int) -> VersionChecksum | None:
@@ -184,17 +211,28 @@ def _checkpoint_due(snapshot: Snapshot, version: int) -> bool:
 
 
 def checkpoint_and_clean(
-    store: LogStore, snapshot: Snapshot, options: CheckpointOptions | None = None
+    store: LogStore,
+    snapshot: Snapshot,
+    options: CheckpointOptions | None = None,
+    *,
+    validate: bool = True,
 ) -> None:
-    """Check the snapshot's version checksum, checkpoint ``snapshot`` (laid out by ``options``)
-    and then clean expired log files (the reference's ``checkpoint`` + ``doLogCleanup``).
+    """Check the snapshot's version checksum (when ``validate``), checkpoint ``snapshot`` (laid
+    out by ``options``) and then clean expired log files (the reference's ``checkpoint`` +
+    ``doLogCleanup``; never on a catalog-managed table).
 
     Raises:
         InvalidTableError: ``DELTA_TXN_LOG_FAILED_INTEGRITY`` (nothing written).
     """
-    snapshot.validate_checksum()
+    if validate:
+        snapshot.validate_checksum()
     write_checkpoint(store, snapshot, options)
     if snapshot.metadata.configuration.get("delta.enableExpiredLogCleanup", "true") == "false":
+        return
+    if is_feature_supported(snapshot.protocol, CATALOG_MANAGED):
+        # PROTOCOL.md allows checkpoints of published versions, not log cleanup, unless the
+        # managing catalog permits it, and deltalog cannot ask it.
+        log.info("Not cleaning up the log of catalog-managed %s", snapshot.table_root)
         return
     cleanup_expired_logs(
         store,

@@ -15,6 +15,7 @@ import deltalog
 from deltalog import DeltaLog, errors
 from deltalog.tables import DeltaTable
 from tests.conformance.rows import canonical, duckdb_rows, oracle_rows
+from tests.spark.confs import session_confs
 
 pytestmark = pytest.mark.spark
 
@@ -351,3 +352,34 @@ def test_session_checkpoint_settings_lay_out_checkpoints(
     expected = canonical(pa.table({"id": [r[0] for r in rows], "p": [r[1] for r in rows]}))
     assert canonical(oracle_rows(path)) == expected
     assert canonical(duckdb_rows(path)) == expected
+
+
+def test_session_checksum_setting_and_catalog_managed_refusal(
+    spark: Any, fmt: str, tmp_path: Path
+) -> None:
+    root = tmp_path / "t"
+    df = _df(spark, [(1, "a")])
+    df.write.format(fmt).save(str(root))
+    with session_confs(spark, {"spark.databricks.delta.writeChecksumFile.enabled": "false"}):
+        df.write.format(fmt).mode("append").save(str(root))
+    df.write.format(fmt).mode("append").save(str(root))
+    crcs = sorted(p.name[:20] for p in (root / "_delta_log").glob("*.crc"))
+    assert crcs == [f"{0:020d}", f"{2:020d}"]  # version 1 was written with the setting off
+
+    # A catalog-managed table: read by path (its published versions), never written.
+    cm = tmp_path / "cm"
+    df.write.format(fmt).option("delta.enableInCommitTimestamps", "true").save(str(cm))
+    first = cm / "_delta_log" / f"{0:020d}.json"
+    lines = [json.loads(x) for x in first.read_text().splitlines()]
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["catalogManaged"]}
+    protocol["writerFeatures"] = ["catalogManaged", "inCommitTimestamp"]
+    first.write_text(
+        "".join(json.dumps({"protocol": protocol} if "protocol" in x else x) + "\n" for x in lines)
+    )
+    (cm / "_delta_log" / f"{0:020d}.crc").unlink()
+    DeltaLog.clear_cache()
+    assert [r.id for r in spark.read.format(fmt).load(str(cm)).collect()] == [1]
+    with pytest.raises(errors.UnsupportedFeatureError) as e:
+        df.write.format(fmt).mode("append").save(str(cm))
+    assert e.value.error_class == "DELTA_PATH_BASED_ACCESS_TO_CATALOG_MANAGED_TABLE_BLOCKED"
+    assert not (cm / "_delta_log" / f"{1:020d}.json").exists()

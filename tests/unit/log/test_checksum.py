@@ -229,10 +229,10 @@ def test_a_failing_checksum_write_never_fails_the_commit(
     write_table(str(root), rows([1]))
     log = DeltaLog.for_table(str(root))
 
-    def broken(path: str) -> Any:
+    def broken(path: str, data: bytes, **kw: Any) -> Any:
         raise OSError("disk full")
 
-    monkeypatch.setattr(log.store, "open_output", broken)
+    monkeypatch.setattr(log.store, "overwrite", broken)
     with caplog.at_level(logging.WARNING):
         version = log.start_transaction().commit(
             [AddFile("f.parquet", {}, 1, 1, True)], "WRITE", {"mode": "Append"}

@@ -32,7 +32,7 @@ from deltalog.spark.commands.vacuum import restore, vacuum
 from deltalog.spark.read import pushdown
 from deltalog.spark.read.changes import read_changes as read
 from deltalog.spark.read.scan import read_snapshot
-from deltalog.spark.session import checkpoint_options, session_time_zone
+from deltalog.spark.session import configure_log, session_time_zone
 from deltalog.spark.storage import register_session
 from deltalog.storage.options import from_spark_conf
 from deltalog.timestamps import parse_timestamp
@@ -69,7 +69,7 @@ class DeltaTable:
         # Object stores: the session's storage settings and ``hadoopConf``'s fs.s3a.* names.
         register_session(sparkSession, path, from_spark_conf(hadoopConf or {}))
         log = DeltaLog.for_table(path)
-        log.checkpoint_options = checkpoint_options(sparkSession)
+        configure_log(sparkSession, log)
         log.update()
         return cls(sparkSession, log)
 

@@ -25,7 +25,7 @@ from deltalog.commands.write.write_into_delta import WritePlan, commit_write, pr
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import parse_schema
 from deltalog.spark.commands.dml import delete_actions
-from deltalog.spark.session import checkpoint_options
+from deltalog.spark.session import configure_log
 from deltalog.spark.storage import register_session
 from deltalog.spark.write.batch import parse_writer_options, write_change_rows, write_rows
 from deltalog.storage.options import STORAGE_PREFIXES, StorageOptions
@@ -55,7 +55,7 @@ def write_dataframe(
     spark = df.sparkSession
     register_session(spark, path, StorageOptions.of(_storage_options(options)))
     log = DeltaLog.for_table(path)
-    log.checkpoint_options = checkpoint_options(spark)
+    configure_log(spark, log)
     write_options = parse_writer_options(
         spark, options or {}, mode=mode, partition_by=partition_by, table=log.table_root
     )

@@ -34,7 +34,7 @@ from deltalog import errors
 from deltalog.commands.write.write_into_delta import commit_write, prepare_write
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import parse_schema
-from deltalog.spark.session import checkpoint_options
+from deltalog.spark.session import configure_log
 from deltalog.spark.write.batch import parse_writer_options, write_rows
 from deltalog.txn import operations
 
@@ -133,7 +133,7 @@ def write_batch(sink: DeltaStreamSink, df: Any, batch_id: int) -> int | None:
     spark = df.sparkSession
     query_id = sink.query_id(df)
     log = DeltaLog.for_table(sink.path)
-    log.checkpoint_options = checkpoint_options(spark)
+    configure_log(spark, log)
     mode = "overwrite" if sink.output_mode == "Complete" else "append"
     options = parse_writer_options(
         spark, dict(sink.options), mode=mode, partition_by=sink.partition_by, table=log.table_root
