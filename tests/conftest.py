@@ -100,15 +100,19 @@ def _connect_session(spark: Any) -> Iterator[Any]:
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
-    """Tests marked ``long`` go first, so that ``-n 2`` starts them early and the run does not
-    end with one worker busy on a minute-long test while the other is idle (xdist's load
-    scheduling hands tests out in collection order). Tests that start Spark servers of their
-    own run under ``./dev servers`` (which sets DELTALOG_SERVER_TESTS; CI runs it), not in
-    ``./dev test``."""
+    """``./dev test`` is the suite of one SparkSession per test process. Tests that start Spark
+    servers (``servers``) or Spark sessions and clusters (``processes``) in processes of their
+    own run under ``./dev servers`` (DELTALOG_SERVER_TESTS; CI runs it); ``./dev compat`` runs
+    the ``processes`` ones too (DELTALOG_PROCESS_TESTS). Tests marked ``long`` go first, so
+    that ``-n 2`` starts them early (xdist hands tests out in collection order)."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable sort
     if os.environ.get("DELTALOG_SERVER_TESTS"):
         return
     skip = pytest.mark.skip(reason="starts Spark servers of its own: run by ./dev servers (CI)")
+    own = pytest.mark.skip(reason="starts Spark in processes of its own: ./dev servers (CI)")
+    processes = bool(os.environ.get("DELTALOG_PROCESS_TESTS"))
     for item in items:
-        if "servers" in item.keywords:
+        if item.get_closest_marker("servers"):
             item.add_marker(skip)
+        elif item.get_closest_marker("processes") and not processes:
+            item.add_marker(own)

@@ -101,7 +101,7 @@ def test_clean_env_reaches_this_python_only_through_the_fix(tmp_path: Path) -> N
 
 
 @pytest.mark.spark
-@pytest.mark.long
+@pytest.mark.processes
 def test_register_makes_local_workers_run_this_python(tmp_path: Path) -> None:
     # The script starts its own session, as a user's script does; with no session in this
     # process the test runs beside the Spark tests' worker, as the tiers do.
@@ -111,7 +111,7 @@ def test_register_makes_local_workers_run_this_python(tmp_path: Path) -> None:
 
 @pytest.mark.spark
 @pytest.mark.connect
-@pytest.mark.long
+@pytest.mark.processes
 def test_local_connect_without_worker_python_fails_at_register(tmp_path: Path) -> None:
     pytest.importorskip("pyspark.sql.connect.session")
     out = run_script(CONNECT_SCRIPT, clean_env(tmp_path))

@@ -156,7 +156,9 @@ spark.stop()
 
 
 @pytest.mark.connect
-@pytest.mark.parametrize("mode", ["connect", pytest.param("local-cluster", marks=pytest.mark.long)])
+@pytest.mark.parametrize(
+    "mode", ["connect", pytest.param("local-cluster", marks=pytest.mark.processes)]
+)
 def test_reads_and_writes_match_the_oracles(
     mode: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

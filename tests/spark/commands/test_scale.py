@@ -39,7 +39,7 @@ import pytest
 from tests.conformance.rows import assert_same_rows, duckdb_rows, oracle_rows
 from tests.spark.scripts import run_script
 
-pytestmark = [pytest.mark.spark, pytest.mark.long]
+pytestmark = [pytest.mark.spark, pytest.mark.processes]
 
 ROWS = 1_000_000
 FILES = 4

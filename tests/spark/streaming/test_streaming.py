@@ -306,7 +306,7 @@ sink_module.commit_write = commit_or_die
 """
 
 
-@pytest.mark.long
+@pytest.mark.processes
 def test_sigkill_between_writing_files_and_committing(spark: Any, tmp_path: Path) -> None:
     src, sink, ckpt = tmp_path / "src", tmp_path / "sink", tmp_path / "ckpt"
     _append(src, [1, 2])
