@@ -68,11 +68,14 @@ def describe(spark: SparkSession, database: str, name: str) -> CatalogTable | No
     if not _plain(database) or not _plain(name):
         return None
     try:
+        # The entries matching one plain name (at most a table and a temporary view).
         rows = spark_sql(
             spark, f"SHOW TABLE EXTENDED IN {_quote(database)} LIKE '{name}'"
         ).collect()
-    except Exception:  # no such database: no such table
-        return None
+    except Exception as e:
+        if _no_such_database(e):
+            return None
+        raise
     for row in rows:
         if row["tableName"].lower() != name.lower():
             continue
@@ -89,12 +92,22 @@ def describe(spark: SparkSession, database: str, name: str) -> CatalogTable | No
     return None
 
 
+def _no_such_database(e: Exception) -> bool:
+    """Whether Spark refused a statement because the database does not exist (any other
+    failure, e.g. an unreachable metastore, must not read as "no such table")."""
+    text = str(e)
+    return "SCHEMA_NOT_FOUND" in text or "NoSuchDatabase" in text or "NoSuchNamespace" in text
+
+
 def table_names(spark: SparkSession, database: str) -> set[str]:
     """The names of the database's tables in the catalog (lower-cased)."""
     try:
+        # One row per table name of the database (names only, no data).
         rows = spark_sql(spark, f"SHOW TABLES IN {_quote(database)}").collect()
-    except Exception:  # no such database
-        return set()
+    except Exception as e:
+        if _no_such_database(e):
+            return set()
+        raise
     return {r["tableName"].lower() for r in rows if not r["isTemporary"]}
 
 
@@ -117,12 +130,13 @@ def create(spark: SparkSession, entry: TableEntry) -> None:
     name = f"{_quote(entry.database)}.{_quote(entry.name)}"
     folder = entry.location
     if not entry.managed or "://" in folder or not os.path.isdir(folder):
+        # DDL: collect() runs it and returns no rows.
         spark_sql(spark, f"CREATE TABLE {name} USING delta LOCATION {_literal(folder)}").collect()
         return
     aside = f"{folder.rstrip('/')}.deltalog-{uuid.uuid4().hex[:8]}"
     os.rename(folder, aside)
     try:
-        spark_sql(spark, f"CREATE TABLE {name} USING delta").collect()
+        spark_sql(spark, f"CREATE TABLE {name} USING delta").collect()  # DDL: no rows
     finally:
         with contextlib.suppress(OSError):
             os.rmdir(folder)  # the empty folder Spark made for the new managed table
@@ -131,7 +145,7 @@ def create(spark: SparkSession, entry: TableEntry) -> None:
 
 def drop(spark: SparkSession, database: str, name: str) -> None:
     """Spark's ``DROP TABLE`` of the name (Spark deletes a managed table's folder)."""
-    spark_sql(spark, f"DROP TABLE {_quote(database)}.{_quote(name)}").collect()
+    spark_sql(spark, f"DROP TABLE {_quote(database)}.{_quote(name)}").collect()  # DDL: no rows
 
 
 def rename(spark: SparkSession, old: TableEntry, database: str, name: str) -> None:

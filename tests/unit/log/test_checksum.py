@@ -91,6 +91,20 @@ def assert_crc_matches_table(root: Path, version: int) -> dict[str, Any]:
 # -- written after commits --------------------------------------------------------------------
 
 
+def versions_from_state(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The versions whose checksum the commit hook computes from the snapshot's state (not
+    derived from the previous checksum), recorded as they happen."""
+    seen: list[int] = []
+    real = hooks.checksum_from_state
+
+    def spy(snapshot: Any, **kw: Any) -> Any:
+        seen.append(snapshot.version)
+        return real(snapshot, **kw)
+
+    monkeypatch.setattr(hooks, "checksum_from_state", spy)
+    return seen
+
+
 def test_create_append_and_overwrite_write_matching_checksums(tmp_path: Path) -> None:
     root = tmp_path / "t"
     write_table(str(root), rows([1, 2]), partition_by="part")
@@ -109,14 +123,7 @@ def test_chain_is_derived_incrementally_across_a_checkpoint(
 ) -> None:
     root = tmp_path / "t"
     write_table(str(root), rows([0]))
-    from_state: list[int] = []
-    real = hooks.checksum_from_state
-
-    def spy(snapshot: Any, **kw: Any) -> Any:
-        from_state.append(snapshot.version)
-        return real(snapshot, **kw)
-
-    monkeypatch.setattr(hooks, "checksum_from_state", spy)
+    from_state = versions_from_state(monkeypatch)
     for i in range(1, 13):
         if i % 4 == 0:
             write_table(str(root), rows([i]), mode="overwrite", predicate=f"id >= {i - 1}")

@@ -24,10 +24,14 @@ from deltalog.actions import AddFile, RemoveFile, action_from_dict
 from deltalog.commands.ddl.drop_feature import drop_feature_support
 from deltalog.commands.ddl.protocol_change import set_table_properties
 from deltalog.log.checksum import derive_checksum, dv_stats, parse_checksum
-from deltalog.txn import hooks
 from tests.conformance.oracle import TABLES
 from tests.conformance.rows import oracle_rows
-from tests.unit.log.test_checksum import assert_crc_matches_table, base, crc
+from tests.unit.log.test_checksum import (
+    assert_crc_matches_table,
+    base,
+    crc,
+    versions_from_state,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -59,14 +63,7 @@ def test_deletion_vectors_and_dropping_them_keep_every_checksum_exact(
         partition_by="part",
         configuration={"delta.enableDeletionVectors": "true"},
     )
-    from_state: list[int] = []
-    real = hooks.checksum_from_state
-
-    def spy(snapshot: Any, **kw: Any) -> Any:
-        from_state.append(snapshot.version)
-        return real(snapshot, **kw)
-
-    monkeypatch.setattr(hooks, "checksum_from_state", spy)
+    from_state = versions_from_state(monkeypatch)
     deltalog.delete(str(root), "id = 1")  # v1: a DV on part a (1 row)
     deltalog.delete(str(root), "id = 2")  # v2: part a's DV replaced (2 rows)
     deltalog.delete(str(root), "id >= 7")  # v3: a DV on part b (3 rows)

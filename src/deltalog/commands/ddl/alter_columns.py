@@ -92,10 +92,10 @@ def change_column(path: str, change: ColumnChange, *, store: LogStore | None = N
             change type widening does not allow or the table has not enabled), a type change of
             a struct/map/array, or one of a column constraints or generated columns use.
     """
-    txn, snapshot = _start(path, store)
+    txn, snapshot = start_alter(path, store)
     table = snapshot.table_root
     schema = snapshot.schema
-    old = _field(schema, change.column, table)
+    old = column_field(schema, change.column, table)
     _check_identity_change(old, change, table)
     new = old
     if change.comment is not None:
@@ -117,7 +117,7 @@ def change_column(path: str, change: ColumnChange, *, store: LogStore | None = N
         new = replace(new, metadata={k: v for k, v in new.metadata.items() if k != CURRENT_DEFAULT})
     schema = _update_struct(schema, change.column[:-1], lambda s: _put(s, old, new, change, table))
     txn.update_metadata(replace(snapshot.metadata, schema_string=schema.to_json()))
-    params: dict[str, object] = {"column": _field_map(change.column[:-1], new)}
+    params: dict[str, object] = {"column": field_map(change.column[:-1], new)}
     if change.position is not None:
         params["position"] = change.position
     return txn.commit([], Operation("CHANGE COLUMN", params))
@@ -150,13 +150,13 @@ def rename_column(
         UnsupportedFeatureError: ``DELTA_UNSUPPORTED_RENAME_COLUMN`` without column mapping.
         DeltaWriteError: the new name is taken; a constraint or generated column uses it.
     """
-    txn, snapshot = _start(path, store)
+    txn, snapshot = start_alter(path, store)
     table = snapshot.table_root
     if _mapping_mode(snapshot) == "none":
         raise alter_errors.rename_column_not_supported(table)
     column = tuple(column)
     schema = snapshot.schema  # one parse: fields are matched by identity below
-    old = _field(schema, column, table)
+    old = column_field(schema, column, table)
     _check_dependents(snapshot, column)
     parent = _struct_at(schema, column[:-1], table)
     if new_name.lower() != old.name.lower() and any(
@@ -194,7 +194,7 @@ def drop_columns(
             constraint or generated column uses.
         InvalidArgumentError: ``DELTA_COLUMN_NOT_FOUND_IN_SCHEMA`` unless ``if_exists``.
     """
-    txn, snapshot = _start(path, store)
+    txn, snapshot = start_alter(path, store)
     table = snapshot.table_root
     if _mapping_mode(snapshot) == "none":
         raise alter_errors.drop_column_not_supported(table)
@@ -203,7 +203,7 @@ def drop_columns(
     for column in map(tuple, columns):
         if if_exists and _find(schema, column) is None:
             continue
-        f = _field(schema, column, table)
+        f = column_field(schema, column, table)
         if len(column) == 1 and len(schema.fields) == 1:
             raise alter_errors.drop_only_column(table, schema.to_json())
         schema = _update_struct(schema, column[:-1], _without(f))
@@ -234,7 +234,7 @@ def cluster_by(
         DeltaWriteError: the table is partitioned.
         InvalidArgumentError: more than four columns, or a column not in the schema.
     """
-    txn, snapshot = _start(path, store)
+    txn, snapshot = start_alter(path, store)
     table = snapshot.table_root
     wanted = list(columns or ())
     if len(wanted) > MAX_CLUSTERING_COLUMNS:
@@ -244,7 +244,7 @@ def cluster_by(
         return None
     if snapshot.metadata.partition_columns:
         raise alter_errors.cluster_by_on_partitioned_table(table)
-    fields = [_field(snapshot.schema, tuple(c.split(".")), table) for c in wanted]
+    fields = [column_field(snapshot.schema, tuple(c.split(".")), table) for c in wanted]
     old = ",".join(clustering_columns(snapshot))
     new = ",".join(f.name for f in fields)
     if not clustered:
@@ -345,7 +345,7 @@ def _check_dependents(snapshot: Snapshot, column: ColumnPath) -> None:
 # -- schema paths ---------------------------------------------------------------------------
 
 
-def _start(path: str, store: LogStore | None) -> tuple[Transaction, Snapshot]:
+def start_alter(path: str, store: LogStore | None) -> tuple[Transaction, Snapshot]:
     log = DeltaLog.for_table(path, store=store)
     txn = log.start_transaction()
     if txn.snapshot is None:
@@ -372,7 +372,7 @@ def _find(schema: StructType, column: ColumnPath) -> StructField | None:
     return found
 
 
-def _field(schema: StructType, column: ColumnPath, table: str) -> StructField:
+def column_field(schema: StructType, column: ColumnPath, table: str) -> StructField:
     found = _find(schema, column) if column else None
     if found is None:
         raise alter_errors.column_not_found(table, _dotted(column), schema.to_json())
@@ -382,7 +382,7 @@ def _field(schema: StructType, column: ColumnPath, table: str) -> StructField:
 def _struct_at(schema: StructType, parent: ColumnPath, table: str) -> StructType:
     if not parent:
         return schema
-    f = _field(schema, parent, table)
+    f = column_field(schema, parent, table)
     if not isinstance(f.type, StructType):
         raise alter_errors.column_not_found(table, _dotted(parent), schema.to_json())
     return f.type
@@ -443,7 +443,7 @@ def _describe(f: StructField) -> str:
     )
 
 
-def _field_map(parent: ColumnPath, f: StructField) -> Mapping[str, object]:
+def field_map(parent: ColumnPath, f: StructField) -> Mapping[str, object]:
     """The ``column`` parameter of ``CHANGE COLUMN``, as the reference's ``structFieldToMap``."""
     schema_json = json.loads(StructType((f,)).to_json())["fields"][0]
     type_json = schema_json["type"]

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from deltalog import errors
-from deltalog.commands.ddl.alter_columns import _field, _field_map, _start
+from deltalog.commands.ddl.alter_columns import column_field, field_map, start_alter
 from deltalog.commands.write.identity import identity_columns, with_high_water_marks
 from deltalog.log.snapshot import Snapshot
 from deltalog.storage.base import LogStore
@@ -46,9 +46,9 @@ def sync_identity(
         DeltaWriteError: ``DELTA_IDENTITY_COLUMNS_ALTER_NON_IDENTITY_COLUMN``.
         DeltaConcurrentModificationException: a concurrent commit conflicts.
     """
-    txn, snapshot = _start(path, store)
+    txn, snapshot = start_alter(path, store)
     table = snapshot.table_root
-    field = _field(snapshot.schema, (column,), table)
+    field = column_field(snapshot.schema, (column,), table)
     found = [c for c in identity_columns(snapshot.schema) if c.name == field.name]
     if not found:
         raise errors.DeltaWriteError(
@@ -66,6 +66,6 @@ def sync_identity(
         if mark is not None:
             schema = with_high_water_marks(schema, {field.name: mark})
     txn.update_metadata(replace(snapshot.metadata, schema_string=schema.to_json()))
-    params = {"column": _field_map((), schema.field(field.name))}
+    params = {"column": field_map((), schema.field(field.name))}
     txn.identity_only_update = True
     return txn.commit([], Operation("CHANGE COLUMN", params))

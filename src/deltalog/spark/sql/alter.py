@@ -60,7 +60,7 @@ def alter_column(spark: SparkSession, s: AlterColumn) -> Any:
         return _done(spark)
     data_type = None if s.data_type is None else _data_type(spark, s.data_type)
     if s.default is not None:
-        field = alter_columns._field(
+        field = alter_columns.column_field(
             DeltaLog.for_table(target.path).update().schema, s.column, target.path
         )
         check_default(spark, field.name, s.default, spark_simple_string(field.type))
@@ -204,7 +204,7 @@ def describe_table(spark: SparkSession, statement: Parsed) -> Any:
     ):
         if columns:
             rows += [(title, "", ""), ("# col_name", "data_type", "comment")]
-            rows += [row(alter_columns._field(schema, tuple(c.split(".")), "")) for c in columns]
+            rows += [row(alter_columns.column_field(schema, tuple(c.split(".")), "")) for c in columns]
     if style:
         rows += _details(target, snapshot)
     return spark.createDataFrame(rows, "col_name string, data_type string, comment string")
