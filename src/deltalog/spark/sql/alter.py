@@ -204,7 +204,9 @@ def describe_table(spark: SparkSession, statement: Parsed) -> Any:
     ):
         if columns:
             rows += [(title, "", ""), ("# col_name", "data_type", "comment")]
-            rows += [row(alter_columns.column_field(schema, tuple(c.split(".")), "")) for c in columns]
+            rows += [
+                row(alter_columns.column_field(schema, tuple(c.split(".")), "")) for c in columns
+            ]
     if style:
         rows += _details(target, snapshot)
     return spark.createDataFrame(rows, "col_name string, data_type string, comment string")
