@@ -148,6 +148,42 @@ def test_partition_function_is_the_replay_class() -> None:
     assert out.equals(rows)
 
 
+def _scaled(segment: Any, factor: int) -> Any:
+    """``segment`` with every file ``factor`` times its size."""
+    from dataclasses import replace
+
+    def grow(f: Any) -> Any:
+        return replace(f, file=replace(f.file, size=f.file.size * factor))
+
+    cp = segment.checkpoint
+    return replace(
+        segment,
+        checkpoint=None if cp is None else replace(cp, files=tuple(map(grow, cp.files))),
+        commits=tuple(map(grow, segment.commits)),
+    )
+
+
+def test_state_partitions_follow_the_log_size_unless_set() -> None:
+    from deltalog.spark.read.state import (
+        DEFAULT_SNAPSHOT_PARTITIONS,
+        LOG_BYTES_PER_PARTITION,
+        state_partitions,
+    )
+
+    # a checkpoint and commits after it, a few KiB: one Python task replays them
+    segment = DeltaLog(str(TABLES / "delta-rs/simple_table_with_checkpoint")).update().segment
+    size = segment.checkpoint.size_in_bytes + sum(c.file.size for c in segment.commits)
+    assert 0 < size < LOG_BYTES_PER_PARTITION
+    assert state_partitions("", segment) == 1
+    assert state_partitions("7", segment) == 7  # the setting wins, as in the reference
+    factor = -(-3 * LOG_BYTES_PER_PARTITION // size)  # just over 3 partitions' worth
+    assert state_partitions("", _scaled(segment, factor)) == 4
+    assert state_partitions("", _scaled(segment, 10**6)) == DEFAULT_SNAPSHOT_PARTITIONS
+    # a V2 checkpoint's sidecars are not in the segment: the reference's 50
+    v2 = DeltaLog(str(TABLES / "delta-golden/v2-checkpoint-parquet")).update().segment
+    assert state_partitions("", v2) == DEFAULT_SNAPSHOT_PARTITIONS
+
+
 # The Spark engine over Spark Connect and on local-cluster: tests/spark/test_read_tiers.py.
 
 

@@ -27,6 +27,7 @@ from deltalog import errors
 from deltalog.actions import ADD_SCHEMA, REMOVE_SCHEMA, REPLAY_SCHEMA, Sidecar
 from deltalog.fields import conform_table
 from deltalog.log.checkpoint_writer import WrittenSidecar, file_rows, write_sidecar
+from deltalog.log.filenames import CheckpointFormat
 from deltalog.log.reader import checkpoint_sidecar_paths
 from deltalog.log.replay import InMemoryLogReplay
 from deltalog.spark.read.log_schema import FILE_LOG_SCHEMA, REPLAY_LOG_SCHEMA, log_schema
@@ -41,6 +42,10 @@ if TYPE_CHECKING:
 
 SNAPSHOT_PARTITIONS_KEY = "spark.databricks.delta.snapshotPartitions"
 DEFAULT_SNAPSHOT_PARTITIONS = 50
+# Log bytes per state partition when the setting is unset. The reference's fixed 50 partitions
+# are cheap JVM tasks; here each is a Python task (about 50-80 ms of fixed cost), so a small log
+# is replayed in as few partitions as its size needs, and a big one in the reference's 50.
+LOG_BYTES_PER_PARTITION = 8 << 20
 VERSION_COLUMN = "version"
 
 
@@ -63,8 +68,8 @@ class SparkState:
         self.store = store
         self.table_root = table_root
         self.segment = segment
-        self.snapshot_partitions = snapshot_partitions or int(
-            conf_get(spark, SNAPSHOT_PARTITIONS_KEY, str(DEFAULT_SNAPSHOT_PARTITIONS))
+        self.snapshot_partitions = snapshot_partitions or state_partitions(
+            conf_get(spark, SNAPSHOT_PARTITIONS_KEY, ""), segment
         )
         self.min_file_retention_timestamp: int | None = None
         self._df: Any = None
@@ -126,6 +131,20 @@ class SparkState:
         if self._df is not None:
             self._df.unpersist()
             self._df = None
+
+
+def state_partitions(setting: str, segment: LogSegment) -> int:
+    """``spark.databricks.delta.snapshotPartitions`` when set (non-empty); otherwise one
+    partition per :data:`LOG_BYTES_PER_PARTITION` of the segment's checkpoint and commits, at
+    most the reference's 50. A V2 checkpoint's sidecars are not listed in the segment, so such
+    a log gets 50."""
+    if setting:
+        return int(setting)
+    cp = segment.checkpoint
+    if cp is not None and cp.format == CheckpointFormat.V2:
+        return DEFAULT_SNAPSHOT_PARTITIONS
+    size = (cp.size_in_bytes if cp is not None else 0) + sum(c.file.size for c in segment.commits)
+    return max(1, min(DEFAULT_SNAPSHOT_PARTITIONS, -(-size // LOG_BYTES_PER_PARTITION)))
 
 
 def reconstruct(
