@@ -66,8 +66,9 @@ def test_spark_reads_writes_and_dml_on_azure_without_jars(
         table = DeltaTable.forPath(spark, uri)
         table.delete("p = 'a' AND id > 1")
     assert _rs_rows(uri, options) == {1: "a", 2: "b", 4: "c"}
+    # a vector for id 3 in the file of ids 1 and 3; id 5's file, all deleted, is removed
     metrics = table.history(1).collect()[0].operationMetrics
-    assert metrics["numDeletionVectorsAdded"] == "1", metrics  # id 3 of the file of 1 and 3; 5 had a file alone
+    assert metrics["numDeletionVectorsAdded"] == "1", metrics
 
 
 def _rs_rows(uri: str, options: dict[str, str]) -> dict[int, str]:
