@@ -113,6 +113,18 @@ def test_scan_tasks_follow_bytes_not_files(spark: Any) -> None:
     ]
 
 
+def test_the_engine_gate_never_takes_unknown_sizes_for_small() -> None:
+    import pyarrow as pa
+
+    from deltalog.spark.read.changes import _estimated_bytes
+
+    assert _estimated_bytes(pa.chunked_array([[10, 30]], pa.int64())) == 40
+    # a remove without its size counts as the mean of the others
+    assert _estimated_bytes(pa.chunked_array([[10, None, 30]], pa.int64())) == 60
+    # none known: more than any limit
+    assert _estimated_bytes(pa.chunked_array([[None, None]], pa.int64())) >= 2**62
+
+
 def test_source_options(spark: Any, written: str) -> None:
     name = _format(spark)
     legacy = (

@@ -88,6 +88,19 @@ def read_changes(spark: SparkSession, log: DeltaLog, options: Mapping[str, str])
     return changes_to_df(spark, plan_changes(log, cdf_range), log.store)
 
 
+def _estimated_bytes(sizes: pa.ChunkedArray) -> int:
+    """The bytes of a plan's files. A ``remove`` may omit its size (the protocol makes it
+    optional): such a file counts as the mean of the known ones, or as unbounded when none is
+    known, so that an unknown range never passes for a small one."""
+    known = int(pc.sum(sizes).as_py() or 0)
+    unknown = sizes.null_count
+    if unknown == 0:
+        return known
+    if unknown == len(sizes):
+        return 2**62
+    return known + unknown * -(-known // (len(sizes) - unknown))
+
+
 def changes_to_df(spark: SparkSession, plan: ChangePlan, store: LogStore) -> Any:
     """The rows of ``plan`` as a DataFrame with :func:`cdc_read_schema`."""
     snapshot = plan.snapshot
@@ -95,7 +108,7 @@ def changes_to_df(spark: SparkSession, plan: ChangePlan, store: LogStore) -> Any
     out_schema = to_spark_schema(cdc_read_schema(schema))
     if plan.files.num_rows == 0:
         return spark.createDataFrame([], out_schema)
-    read_bytes = int(pc.sum(plan.files["size"]).as_py() or 0)
+    read_bytes = _estimated_bytes(plan.files["size"])
     if choose_engine(spark, snapshot, read_bytes, "change feed read", read_only=True).local:
         return _read_locally(spark, plan, store, out_schema)
     if through_seam(spark, snapshot):  # no Hadoop connector, or field ids on Spark Connect
