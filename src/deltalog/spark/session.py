@@ -180,9 +180,21 @@ def configure_log(spark: Any, log: SnapshotManagement) -> None:
     log.write_checksum = enabled == "true"
 
 
+def session_time_zone_id(spark: Any) -> str:
+    """The session's effective ``spark.sql.session.timeZone``: when it is not set, Spark's
+    default, the JVM's zone (``TimeZone.getDefault``), which is not always UTC."""
+    key = "spark.sql.session.timeZone"
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is not None:
+        # RuntimeConfig.get(key) answers a SQL setting's default when it is unset.
+        return str(jsession.conf().get(key))
+    value = spark.conf.get(key)
+    return "UTC" if value is None else str(value)
+
+
 def session_time_zone(spark: Any) -> dt.tzinfo:
-    """``spark.sql.session.timeZone`` (UTC when unset)."""
-    return time_zone(conf_get(spark, "spark.sql.session.timeZone", "UTC"))
+    """:func:`session_time_zone_id` as a zone."""
+    return time_zone(session_time_zone_id(spark))
 
 
 # Hadoop's checksummed LocalFileSystem verifies ".<name>.crc" side files, which are not part of

@@ -65,6 +65,26 @@ def test_session_time_zone_is_honoured(spark: Any, table: str) -> None:
         spark.conf.set("spark.sql.session.timeZone", previous)
 
 
+def test_an_unset_session_time_zone_is_the_jvm_s(spark: Any, table: str) -> None:
+    """Unset, ``spark.sql.session.timeZone`` is the JVM's zone (Spark's default), not UTC."""
+    from deltalog.spark.session import session_time_zone_id
+
+    jvm_zone = spark._jvm.java.util.TimeZone
+    previous_default = jvm_zone.getDefault()
+    key = "spark.sql.session.timeZone"
+    previous = spark.conf.get(key) if spark._jsparkSession.conf().contains(key) else None
+    spark.conf.unset(key)
+    jvm_zone.setDefault(jvm_zone.getTimeZone("Asia/Shanghai"))
+    try:
+        assert spark.sql("SELECT current_timezone()").first()[0] == "Asia/Shanghai"
+        assert session_time_zone_id(spark) == "Asia/Shanghai"
+        _same_rows(spark, table, "ts < '2024-01-01 09:30:00'", 2)  # 01:30 UTC
+    finally:
+        jvm_zone.setDefault(previous_default)
+        if previous is not None:
+            spark.conf.set(key, previous)
+
+
 def test_column_mapping_and_deletion_vectors(spark: Any, copy_table: Any) -> None:
     mapped = str(copy_table("delta-rs/table_with_column_mapping"))
     _same_rows(spark, mapped, "`Super Name` = 'Timothy Lamb'", 1)

@@ -59,7 +59,12 @@ from deltalog.spark.read.common import FILE, ROW, read_files_or_raise
 from deltalog.spark.read.scan import logical_columns, physical_field, through_seam
 from deltalog.spark.read.seam_scan import changes_through_seam
 from deltalog.spark.schema import to_spark_schema
-from deltalog.spark.session import arrow_to_df, conf_get, default_parallelism
+from deltalog.spark.session import (
+    arrow_to_df,
+    conf_get,
+    default_parallelism,
+    session_time_zone_id,
+)
 from deltalog.table_properties import parse_byte_size
 
 if TYPE_CHECKING:
@@ -81,7 +86,7 @@ def read_changes(spark: SparkSession, log: DeltaLog, options: Mapping[str, str])
     Raises:
         DeltaError: the typed errors of :func:`resolve_range` and :func:`plan_changes`.
     """
-    zone = conf_get(spark, "spark.sql.session.timeZone", "UTC")
+    zone = session_time_zone_id(spark)
     cdf_range = resolve_range(
         log, CdfBounds.from_options(options, table=log.table_root), time_zone=zone
     )

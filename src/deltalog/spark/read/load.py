@@ -22,7 +22,7 @@ from deltalog.spark.read.changes import changes_to_df
 from deltalog.spark.read.options import read_options, snapshot_for, storage_of
 from deltalog.spark.read.row_tracking import read_with_row_tracking
 from deltalog.spark.read.scan import read_snapshot
-from deltalog.spark.session import conf_get, session_time_zone
+from deltalog.spark.session import session_time_zone, session_time_zone_id
 from deltalog.spark.storage import jvm_reads, register_session
 
 
@@ -43,7 +43,7 @@ def load(
     seam = not jvm_reads(spark, opts["path"])  # the storage seam reads any path: no fallback
     if is_cdc_read(opts):
         log = DeltaLog.for_table(opts["path"], storage_options=storage_of(opts).as_dict())
-        zone = conf_get(spark, "spark.sql.session.timeZone", "UTC")
+        zone = session_time_zone_id(spark)
         bounds = CdfBounds.from_options(opts, table=log.table_root)
         plan = plan_changes(log, resolve_range(log, bounds, time_zone=zone))
         if python_source and not seam and not jvm_readable(plan.files["path"]):

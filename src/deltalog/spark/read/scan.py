@@ -48,7 +48,12 @@ from deltalog.spark.read.delta_read import DeltaRead, tag, tag_filtered
 from deltalog.spark.read.listed import listed_read
 from deltalog.spark.read.seam_scan import read_through_seam, seam_dataframe
 from deltalog.spark.schema import to_spark_schema
-from deltalog.spark.session import arrow_to_df, conf_get, empty_frame, is_connect
+from deltalog.spark.session import (
+    arrow_to_df,
+    empty_frame,
+    is_connect,
+    session_time_zone_id,
+)
 from deltalog.spark.storage import jvm_reads, note_path
 
 if TYPE_CHECKING:
@@ -202,7 +207,7 @@ def scan_files(spark: Any, snapshot: Snapshot, where: str | None) -> pa.Table:
     """The snapshot's live files that may hold rows matching ``where`` (all when ``None``)."""
     if not where:
         return snapshot.all_files_arrow()
-    zone = conf_get(spark, "spark.sql.session.timeZone", "UTC")
+    zone = session_time_zone_id(spark)
     return snapshot.files_for_filter(where, time_zone=zone)
 
 
