@@ -57,7 +57,11 @@ from deltalog.schema import (
 )
 from deltalog.table_properties import TableProperties, validate_new_properties
 from deltalog.txn import operations
-from deltalog.write.file_writer import WriteLayout
+from deltalog.write.file_writer import (
+    MATERIALIZE_PARTITION_COLUMNS,
+    MATERIALIZE_PROPERTY,
+    WriteLayout,
+)
 from deltalog.write.schema_evolution import (
     assign_column_mapping,
     check_partition_columns,
@@ -499,9 +503,16 @@ def layout_for(txn: Transaction, options: WriteOptions) -> WriteLayout:
     assert metadata is not None
     schema = parse_schema(metadata.schema_string) if metadata.schema_string else StructType(())
     cm = TableProperties(metadata.configuration, txn.table_root).column_mapping_mode
-    tight = protocol is not None and is_feature_supported(protocol, "deletionVectors")
-    if protocol is None:  # a new table: its protocol is chosen at commit
-        tight = metadata.configuration.get("delta.enableDeletionVectors", "").lower() == "true"
+    conf = metadata.configuration
+    if protocol is not None:
+        tight = is_feature_supported(protocol, "deletionVectors")
+        materialize = is_feature_supported(protocol, MATERIALIZE_PARTITION_COLUMNS)
+    else:  # a new table: its protocol is chosen at commit, from these properties
+        tight = conf.get("delta.enableDeletionVectors", "").strip().lower() == "true"
+        materialize = conf.get(MATERIALIZE_PROPERTY, "").strip().lower() == "true" or (
+            conf.get(f"delta.feature.{MATERIALIZE_PARTITION_COLUMNS}", "").strip().lower()
+            in ("supported", "enabled")
+        )
     return WriteLayout(
         table_root=txn.table_root,
         schema=schema,
@@ -512,6 +523,7 @@ def layout_for(txn: Transaction, options: WriteOptions) -> WriteLayout:
         max_records_per_file=options.max_records_per_file,
         data_change=options.data_change,
         stats_tight_bounds=tight,
+        materialize_partition_columns=materialize,
     )
 
 
