@@ -298,3 +298,30 @@ def _deltalog_rows(root: str) -> list[tuple[object, ...]]:
         logical = to_logical(data, layout.schema, [], "none", dict(pv or []))
         rows += [(r["id"], r["f"], r["d"], r["day"]) for r in logical.to_pylist()]
     return rows
+
+
+def test_preview_tables_record_the_commit_version(tmp_path: Path) -> None:
+    """Tables on ``typeWidening-preview`` also get ``tableVersion`` (the commit's version), from
+    a write's schema evolution and from ALTER COLUMN TYPE alike."""
+    from deltalog.commands.ddl.alter_columns import ColumnChange, change_column
+
+    root = str(tmp_path / "t")
+    conf = {"delta.feature.typeWidening-preview": "supported", "delta.enableTypeWidening": "true"}
+    write_table(root, NARROW.select(["id", "f"]), configuration=conf)
+    features = DeltaLog.for_table(root).update().protocol.writer_features or ()
+    assert "typeWidening-preview" in features and "typeWidening" not in features
+    version = write_table(root, WIDE.select(["id", "f"]), mode="append", schema_mode="merge")
+    assert version == 1
+    fields = _fields(root)
+    assert fields["id"]["metadata"] == {
+        "delta.typeChanges": [{"tableVersion": 1, "fromType": "integer", "toType": "long"}]
+    }
+    assert fields["f"]["metadata"] == {
+        "delta.typeChanges": [{"tableVersion": 1, "fromType": "float", "toType": "double"}]
+    }
+    other = str(tmp_path / "u")
+    write_table(other, NARROW.select(["id"]), configuration=conf)
+    assert change_column(other, ColumnChange(("id",), data_type=p("long"))) == 1
+    assert _fields(other)["id"]["metadata"] == {
+        "delta.typeChanges": [{"tableVersion": 1, "fromType": "integer", "toType": "long"}]
+    }
