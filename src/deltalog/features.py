@@ -227,6 +227,9 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         # Row ids and commit versions assigned at commit (deltalog.row_tracking); rewrites keep
         # them in the materialized columns, or refuse (DELTA_ROW_TRACKING_NOT_PRESERVED).
         "rowTracking",
+        # Every writer of data files (both engines) writes the partition columns into them too
+        # (deltalog.write.file_writer.WriteLayout; Spark's own parquet writer is not used).
+        "materializePartitionColumns",
         # Honoured by construction: log cleanup never writes a checkpoint and never deletes
         # one at or after the version it keeps (deltalog.log.cleanup).
         "checkpointProtection",

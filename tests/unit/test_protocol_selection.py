@@ -626,9 +626,12 @@ def test_writable_protocols(protocol: Protocol) -> None:
         (Protocol(2, 7, None, (CM, "icebergCompatV2")), ["icebergCompatV2"]),
         (Protocol(2, 7, None, (CM, "icebergCompatV1")), ["icebergCompatV1"]),
         (
-            # checkpointProtection is written since DROP FEATURE adds it (log cleanup honours it)
-            Protocol(1, 7, None, ("materializePartitionColumns", "checkpointProtection")),
-            ["materializePartitionColumns"],
+            # checkpointProtection is written since DROP FEATURE adds it (log cleanup honours
+            # it), materializePartitionColumns since every writer honours it
+            Protocol(
+                1, 7, None, ("materializePartitionColumns", "checkpointProtection", "futureWriter")
+            ),
+            ["futureWriter"],
         ),
         (
             Protocol(

@@ -54,6 +54,9 @@ ROW_TRACKING_BACKFILL_OPERATIONS = frozenset({"ROW TRACKING BACKFILL", "ROW TRAC
 
 _CM_MODE = "delta.columnMapping.mode"
 _TYPE_CHANGES = "delta.typeChanges"
+# Features whose writers must follow them from the upgrade on (the reference's
+# ``failConcurrentTransactionsAtUpgrade``): files this transaction wrote before cannot.
+_FAIL_AT_UPGRADE = frozenset({"materializePartitionColumns"})
 # Field-metadata keys a column-mapping enablement may add to the schema.
 _COLUMN_MAPPING_FIELD_KEYS = frozenset(
     {
@@ -180,6 +183,10 @@ class _Checker:
             dropped = _supported_features(snapshot.protocol) - _supported_features(theirs)
             if dropped:
                 raise self.protocol_changed(f", dropping feature(s) {', '.join(sorted(dropped))}")
+            added = _supported_features(theirs) - _supported_features(snapshot.protocol)
+            if added & _FAIL_AT_UPGRADE:
+                names = ", ".join(sorted(added & _FAIL_AT_UPGRADE))
+                raise self.protocol_changed(f", adding feature(s) {names}")
         self.protocol = theirs
 
     def check_feature_drop(self) -> None:

@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from deltalog.log.snapshot import Snapshot
 
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
+MATERIALIZE_PARTITION_COLUMNS = "materializePartitionColumns"
+MATERIALIZE_PROPERTY = "delta.enableMaterializePartitionColumnsFeature"
 # Spark's file-name extension of each parquet codec ("" for uncompressed).
 _CODEC_EXTENSIONS = {
     "uncompressed": "",
@@ -78,6 +80,8 @@ class WriteLayout:
     settings, ``delta.randomizeFilePrefixes``, ``delta.randomPrefixLength``). ``stats_tight_bounds``
     adds ``tightBounds: true`` to the statistics: set it when the protocol supports deletion
     vectors. ``time_zone`` renders timestamp partition values in directory names.
+    ``materialize_partition_columns`` writes the partition columns into the files too (the
+    ``materializePartitionColumns`` feature); their values still go into ``partitionValues``.
     """
 
     table_root: str
@@ -92,6 +96,7 @@ class WriteLayout:
     stats_tight_bounds: bool = False
     time_zone: str = "UTC"
     carried_columns: tuple[str, ...] = ()
+    materialize_partition_columns: bool = False
 
     def __post_init__(self) -> None:
         if self.column_mapping_mode not in ("none", "id", "name"):
@@ -119,6 +124,10 @@ class WriteLayout:
         options.setdefault(
             "stats_tight_bounds", is_feature_supported(snapshot.protocol, "deletionVectors")
         )
+        options.setdefault(
+            "materialize_partition_columns",
+            is_feature_supported(snapshot.protocol, MATERIALIZE_PARTITION_COLUMNS),
+        )
         return cls(
             snapshot.table_root,
             snapshot.schema,
@@ -135,7 +144,10 @@ class WriteLayout:
 
     @property
     def data_fields(self) -> tuple[StructField, ...]:
-        """The fields written into the data files: the schema minus the partition columns."""
+        """The fields written into the data files: the schema minus the partition columns
+        (all of it when they are materialized)."""
+        if self.materialize_partition_columns:
+            return self.schema.fields
         lowered = {c.lower() for c in self.partition_columns}
         return tuple(f for f in self.schema.fields if f.name.lower() not in lowered)
 

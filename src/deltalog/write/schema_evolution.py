@@ -1,7 +1,8 @@
 """Schema rules of a write: merging the data's schema into the table's, partition-column checks,
 and column-mapping ids and physical names for new fields.
 
-Follows the reference's ``SchemaMergingUtils.mergeSchemas`` (without type widening),
+Follows the reference's ``SchemaMergingUtils.mergeSchemas`` (type widening as
+:class:`~deltalog.write.type_widening.WideningMode` allows),
 ``ImplicitMetadataOperation`` (when a merged schema needs ``mergeSchema``), ``PartitionUtils``
 / ``TransactionalWrite`` (partition columns) and ``DeltaColumnMapping`` (id and physical-name
 assignment). Pure: no Spark, no I/O.
@@ -12,7 +13,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from deltalog import errors
 from deltalog.schema import (
@@ -28,6 +29,7 @@ from deltalog.schema import (
     map_fields,
     simple_string,
 )
+from deltalog.write.type_widening import NO_WIDENING, WideningMode
 
 COLUMN_MAPPING_ID = "delta.columnMapping.id"
 COLUMN_MAPPING_PHYSICAL_NAME = "delta.columnMapping.physicalName"
@@ -48,12 +50,16 @@ def merge_schema(
     table_root: str,
     overwrite_hint: bool = False,
     table_id: str | None = None,
+    widening: WideningMode = NO_WIDENING,
+    implicit_conversions: bool = False,
+    nested_fields: bool = True,
 ) -> StructType:
     """The table schema after writing data of schema ``data`` into it.
 
     Names match case-insensitively. Table columns missing from the data are kept (written as
     null). Matching columns keep the table's name, nullability and metadata, with types merged:
-    equal types; byte/short/integer among themselves (the wider wins); ``void`` on either side.
+    equal types; a type ``widening`` allows widening to the data's (type widening, before any
+    other rule); byte/short/integer among themselves (the wider wins); ``void`` on either side.
     New columns (or nested fields of structs, also inside arrays and maps) are appended at the
     end of their struct, as the data defines them but without column-mapping metadata (ids and
     physical names are the table's to assign). Without ``merge`` a merged schema that differs
@@ -63,6 +69,12 @@ def merge_schema(
         overwrite_hint: the write is an overwrite, so the error also suggests
             ``overwriteSchema``.
         table_id: ``metaData.id``, named in the mismatch error like the reference does.
+        widening: the type changes schema evolution may apply (none unless the table enables
+            type widening).
+        implicit_conversions: atomic types that do not merge keep the table's (the data is
+            cast on write; MERGE's rule) instead of failing.
+        nested_fields: new fields of nested structs join (``False``: only new top-level
+            columns do).
 
     Raises:
         DeltaWriteError: ``DELTA_DUPLICATE_COLUMNS_FOUND.DATA`` (names equal ignoring case at one
@@ -72,7 +84,8 @@ def merge_schema(
             type without ``merge``).
     """
     check_no_duplicate_columns(data, table_root)
-    merged = _merge_struct(table, data, (), table_root)
+    rules = _Rules(widening, implicit_conversions, nested_fields)
+    merged = _merge_struct(table, data, (), table_root, rules)
     if merged != table and not merge:
         raise errors.schema_mismatch(
             table_root,
@@ -99,6 +112,13 @@ def check_no_duplicate_columns(
         raise errors.duplicate_columns(table_root, duplicates, where)
 
 
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    widening: WideningMode
+    implicit: bool
+    nested_fields: bool
+
+
 class _Conflict(Exception):
     """Two types at ``path`` cannot be merged; ``cause`` is the reference's inner error."""
 
@@ -117,7 +137,7 @@ class _Conflict(Exception):
 
 
 def _merge_struct(
-    current: StructType, update: StructType, path: tuple[str, ...], table_root: str
+    current: StructType, update: StructType, path: tuple[str, ...], table_root: str, rules: _Rules
 ) -> StructType:
     by_name = {f.name.lower(): f for f in update.fields}
     merged: list[StructField] = []
@@ -128,7 +148,7 @@ def _merge_struct(
             continue
         field_path = (*path, field.name)
         try:
-            merged_type = _merge_types(field.type, other.type, field_path, table_root)
+            merged_type = _merge_types(field.type, other.type, field_path, table_root, rules)
         except _Conflict as conflict:
             if path:  # wrap once, at the top-level column, naming the full path
                 raise
@@ -146,36 +166,50 @@ def _merge_struct(
         )
     known = {f.name.lower() for f in current.fields}
     new_fields = tuple(f for f in update.fields if f.name.lower() not in known)
-    if new_fields:  # column-mapping ids of a source table must not come along
+    if new_fields and (rules.nested_fields or not path):
+        # column-mapping ids of a source table must not come along
         merged.extend(drop_column_mapping_metadata(StructType(new_fields)).fields)
     result = StructType(tuple(merged))
     return current if result == current else result
 
 
 def _merge_types(
-    current: DataType, update: DataType, path: tuple[str, ...], table_root: str
+    current: DataType, update: DataType, path: tuple[str, ...], table_root: str, rules: _Rules
 ) -> DataType:
     if isinstance(current, StructType) and isinstance(update, StructType):
-        return _merge_struct(current, update, path, table_root)
+        return _merge_struct(current, update, path, table_root, rules)
     if isinstance(current, ArrayType) and isinstance(update, ArrayType):
         element = _merge_types(
-            current.element_type, update.element_type, (*path, "element"), table_root
+            current.element_type, update.element_type, (*path, "element"), table_root, rules
         )
         if element is current.element_type:
             return current
         return ArrayType(element, current.contains_null)
     if isinstance(current, MapType) and isinstance(update, MapType):
-        key = _merge_types(current.key_type, update.key_type, (*path, "key"), table_root)
-        value = _merge_types(current.value_type, update.value_type, (*path, "value"), table_root)
+        key = _merge_types(current.key_type, update.key_type, (*path, "key"), table_root, rules)
+        value = _merge_types(
+            current.value_type, update.value_type, (*path, "value"), table_root, rules
+        )
         if key is current.key_type and value is current.value_type:
             return current
         return MapType(key, value, current.value_contains_null)
-    if isinstance(current, DecimalType) and isinstance(update, DecimalType):
-        if current == update:
-            return current
-        raise _Conflict(path, current, update, _decimal_error(current, update))
     if current == update:
         return current
+    widened = rules.widening.widened(current, update)
+    if widened is not None:
+        return widened
+    if rules.implicit and _castable(current) and _castable(update):
+        return current  # Spark casts the data to the table's type
+    return _merge_atomic(current, update, path)
+
+
+def _castable(t: DataType) -> bool:
+    return isinstance(t, DecimalType) or (isinstance(t, PrimitiveType) and t.name != "void")
+
+
+def _merge_atomic(current: DataType, update: DataType, path: tuple[str, ...]) -> DataType:
+    if isinstance(current, DecimalType) and isinstance(update, DecimalType):
+        raise _Conflict(path, current, update, _decimal_error(current, update))
     if isinstance(current, PrimitiveType) and isinstance(update, PrimitiveType):
         a, b = _INT32_FAMILY.get(current.name), _INT32_FAMILY.get(update.name)
         if a is not None and b is not None:

@@ -268,11 +268,20 @@ def test_protocol_deltalog_cannot_read(part: Path) -> None:
 
 def test_protocol_deltalog_cannot_write(part: Path) -> None:
     snap = _snapshot(part)
-    winner = _built(1, Protocol(1, 7, None, (*_LEGACY, "materializePartitionColumns")))
+    winner = _built(1, Protocol(1, 7, None, (*_LEGACY, "someFutureWriter")))
     with pytest.raises(UnsupportedFeatureError) as info:
         check_conflicts(_pending(snap, [_add("a.parquet")]), winner)
     assert info.value.error_class == "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE"
-    assert "materializePartitionColumns" in str(info.value)
+    assert "someFutureWriter" in str(info.value)
+
+
+def test_protocol_adding_materialized_partition_columns_fails_writers(part: Path) -> None:
+    """The reference's ``failConcurrentTransactionsAtUpgrade``: files written before the
+    upgrade lack the partition columns the feature requires."""
+    snap = _snapshot(part)
+    winner = _built(1, Protocol(1, 7, None, (*_LEGACY, "materializePartitionColumns")))
+    with pytest.raises(ProtocolChangedException, match="materializePartitionColumns"):
+        check_conflicts(_pending(snap, [_add("a.parquet")]), winner)
 
 
 def test_two_writers_creating_one_table(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ from deltalog.commands.write.identity import START as IDENTITY_START
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import DeltaWriteError, TableNotFoundError
 from deltalog.errors import alter as alter_errors
+from deltalog.features import is_feature_supported
 from deltalog.log.snapshot import Snapshot
 from deltalog.schema import (
     DataType,
@@ -48,9 +49,14 @@ from deltalog.storage.base import LogStore
 from deltalog.table_properties import TableProperties
 from deltalog.txn.operations import Operation
 from deltalog.txn.transaction import Transaction
+from deltalog.write.type_widening import (
+    PREVIEW_FEATURE,
+    is_enabled,
+    is_type_change_supported,
+    record_field_changes,
+)
 
 COMMENT_KEY = "comment"
-TYPE_CHANGES_KEY = "delta.typeChanges"
 GENERATION_KEY = "delta.generationExpression"
 CONSTRAINT_PREFIX = "delta.constraints."
 MAX_CLUSTERING_COLUMNS = 4
@@ -259,27 +265,7 @@ def cluster_by(
 
 # -- type widening --------------------------------------------------------------------------
 
-_INTEGRAL = ("byte", "short", "integer", "long")
-
-
-def can_widen(old: DataType, new: DataType) -> bool:
-    """Whether PROTOCOL.md's Type Widening allows ``old`` → ``new``."""
-    if isinstance(old, PrimitiveType) and isinstance(new, PrimitiveType):
-        a, b = old.name, new.name
-        if a in _INTEGRAL and b in _INTEGRAL:
-            return _INTEGRAL.index(a) < _INTEGRAL.index(b)
-        if b == "double":
-            return a in ("float", "byte", "short", "integer")
-        return a == "date" and b == "timestamp_ntz"
-    if isinstance(new, DecimalType):
-        if isinstance(old, DecimalType):
-            k1, k2 = new.precision - old.precision, new.scale - old.scale
-            return k1 >= k2 >= 0
-        if isinstance(old, PrimitiveType) and old.name in _INTEGRAL:
-            base = 20 if old.name == "long" else 10
-            k1, k2 = new.precision - base, new.scale
-            return k1 >= k2 >= 0
-    return False
+can_widen = is_type_change_supported  # the name ALTER's callers and tests know
 
 
 def _retype(
@@ -289,10 +275,7 @@ def _retype(
     if not isinstance(old.type, PrimitiveType | DecimalType):
         kind = type(old.type).__name__.replace("Type", "").lower()
         raise alter_errors.cannot_update_nested_type(table, kind, _dotted(column))
-    enabled = (
-        snapshot.metadata.configuration.get("delta.enableTypeWidening", "").strip().lower()
-        == "true"
-    )
+    enabled = is_enabled(snapshot.metadata.configuration)
     void = old.type == PrimitiveType("void")
     if not void and not (enabled and can_widen(old.type, to)):
         raise alter_errors.change_column_not_supported(
@@ -301,9 +284,9 @@ def _retype(
     _check_dependents(snapshot, column)
     if void:
         return replace(new, type=to)
-    history = [*new.metadata.get(TYPE_CHANGES_KEY, [])]
-    history.append({"fromType": simple_string(old.type), "toType": simple_string(to)})
-    return replace(new, type=to, metadata={**new.metadata, TYPE_CHANGES_KEY: history})
+    preview = is_feature_supported(snapshot.protocol, PREVIEW_FEATURE)
+    version = snapshot.version + 1 if preview else None
+    return record_field_changes(replace(new, type=to), old.type, version)
 
 
 # -- dependents -----------------------------------------------------------------------------

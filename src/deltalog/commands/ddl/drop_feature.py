@@ -98,6 +98,7 @@ PROTECTION_VERSION_KEY = "delta.requireCheckpointProtectionBeforeVersion"
 # Checkpoints before the protected version, so that a client that cannot read one checkpoint
 # and tries earlier ones gives up before reaching history that used the feature.
 BARRIER_CHECKPOINTS = 3
+_MATERIALIZE = "delta.enableMaterializePartitionColumnsFeature"
 _CHECKPOINT_ATTEMPTS = 3
 _ICT_KEYS = (
     "delta.inCommitTimestampEnablementVersion",
@@ -482,6 +483,12 @@ def _downgrade(
     actions: list[Action] = []
     if feature == "rowTracking":  # its properties and domain go with the feature
         conf, actions = row_tracking_backfill.downgrade_changes(snapshot)
+        txn.update_metadata(replace(snapshot.metadata, configuration=conf))
+    elif (
+        feature == "materializePartitionColumns" and _MATERIALIZE in snapshot.metadata.configuration
+    ):
+        # the property would enable the feature again (the reference removes it here too)
+        conf = {k: v for k, v in snapshot.metadata.configuration.items() if k != _MATERIALIZE}
         txn.update_metadata(replace(snapshot.metadata, configuration=conf))
     txn.update_protocol(_normalize(remaining, readers))
     txn.allow_protocol_downgrade = True

@@ -57,11 +57,21 @@ from deltalog.schema import (
 )
 from deltalog.table_properties import TableProperties, validate_new_properties
 from deltalog.txn import operations
-from deltalog.write.file_writer import WriteLayout
+from deltalog.write.file_writer import (
+    MATERIALIZE_PARTITION_COLUMNS,
+    MATERIALIZE_PROPERTY,
+    WriteLayout,
+)
 from deltalog.write.schema_evolution import (
     assign_column_mapping,
     check_partition_columns,
     merge_schema,
+)
+from deltalog.write.type_widening import (
+    PREVIEW_FEATURE,
+    is_enabled,
+    record_type_changes,
+    widening_mode,
 )
 
 if TYPE_CHECKING:
@@ -90,6 +100,9 @@ class WriteOptions:
         data_change: ``False`` marks the commit as a rearrangement (no CDF, no streaming).
         configuration: table properties for a table this write creates.
         description: the table description for a table this write creates.
+        allow_automatic_widening: which type widenings schema evolution applies on a table
+            with ``delta.enableTypeWidening`` (``always``, ``same_family_type``, ``never``;
+            delta-spark's ``typeWidening.allowAutomaticWidening``).
     """
 
     mode: str = "errorifexists"
@@ -106,6 +119,7 @@ class WriteOptions:
     data_change: bool = True
     configuration: Mapping[str, str] = field(default_factory=dict)
     description: str | None = None
+    allow_automatic_widening: str = "always"
 
     @property
     def normalized_mode(self) -> str:
@@ -202,10 +216,18 @@ def dml_plan(txn: Transaction, operation: operations.Operation) -> WritePlan:
     return WritePlan(txn, options, layout_for(txn, options), False, None, operation, False)
 
 
-def evolved_metadata(txn: Transaction, new_columns: StructType) -> Metadata | None:
-    """The metadata after appending ``new_columns`` to the table's schema (schema evolution
-    of a DML command; column mapping ids assigned), or ``None`` when nothing is new."""
-    return _metadata_for_write(txn, new_columns, WriteOptions(mode="append", merge_schema=True))
+def evolved_metadata(
+    txn: Transaction, columns: StructType, allow_automatic_widening: str = "always"
+) -> Metadata | None:
+    """The metadata after MERGE's schema evolution with the source ``columns`` it writes
+    (reference ``ResolveDeltaMergeInto``): new top-level columns are appended (column mapping
+    ids assigned), existing ones widened where the table's type widening allows (recorded in
+    ``delta.typeChanges``) and otherwise keep their type (Spark casts the values); ``None`` when
+    nothing changes."""
+    options = WriteOptions(
+        mode="append", merge_schema=True, allow_automatic_widening=allow_automatic_widening
+    )
+    return _metadata_for_write(txn, columns, options, dml=True)
 
 
 def change_data_layout(layout: WriteLayout) -> WriteLayout:
@@ -342,10 +364,12 @@ def _already_done(txn: Transaction, options: WriteOptions) -> bool:
 
 
 def _metadata_for_write(
-    txn: Transaction, data_schema: StructType, options: WriteOptions
+    txn: Transaction, data_schema: StructType, options: WriteOptions, *, dml: bool = False
 ) -> Metadata | None:
     """The metadata this write commits: a new table's, a merged or overwritten schema, or
-    ``None`` when the table's stays as it is."""
+    ``None`` when the table's stays as it is. A merged schema whose types were widened (the
+    table enables type widening) records the changes in ``delta.typeChanges``; ``dml`` merges
+    as MERGE does (implicit casts, no new nested fields)."""
     table = txn.table_root
     snapshot = txn.snapshot
     mode = options.normalized_mode
@@ -380,11 +404,20 @@ def _metadata_for_write(
         merge=options.merge_schema,
         table_root=table,
         overwrite_hint=mode == "overwrite",
+        widening=widening_mode(current.configuration, options.allow_automatic_widening, table),
+        implicit_conversions=dml,
+        nested_fields=not dml,
     )
     if merged == table_schema:
         return None
     if not options.data_change:
         raise _data_change_false(table)
+    if is_enabled(current.configuration):
+        # A table on the preview feature also records the version (kept when retried).
+        preview = is_feature_supported(snapshot.protocol, PREVIEW_FEATURE)
+        merged = record_type_changes(
+            merged, table_schema, preview_version=txn.read_version + 1 if preview else None
+        )
     configuration = dict(current.configuration)
     mode_cm = TableProperties(configuration, table).column_mapping_mode
     if mode_cm != "none":
@@ -470,9 +503,16 @@ def layout_for(txn: Transaction, options: WriteOptions) -> WriteLayout:
     assert metadata is not None
     schema = parse_schema(metadata.schema_string) if metadata.schema_string else StructType(())
     cm = TableProperties(metadata.configuration, txn.table_root).column_mapping_mode
-    tight = protocol is not None and is_feature_supported(protocol, "deletionVectors")
-    if protocol is None:  # a new table: its protocol is chosen at commit
-        tight = metadata.configuration.get("delta.enableDeletionVectors", "").lower() == "true"
+    conf = metadata.configuration
+    if protocol is not None:
+        tight = is_feature_supported(protocol, "deletionVectors")
+        materialize = is_feature_supported(protocol, MATERIALIZE_PARTITION_COLUMNS)
+    else:  # a new table: its protocol is chosen at commit, from these properties
+        tight = conf.get("delta.enableDeletionVectors", "").strip().lower() == "true"
+        materialize = conf.get(MATERIALIZE_PROPERTY, "").strip().lower() == "true" or (
+            conf.get(f"delta.feature.{MATERIALIZE_PARTITION_COLUMNS}", "").strip().lower()
+            in ("supported", "enabled")
+        )
     return WriteLayout(
         table_root=txn.table_root,
         schema=schema,
@@ -483,6 +523,7 @@ def layout_for(txn: Transaction, options: WriteOptions) -> WriteLayout:
         max_records_per_file=options.max_records_per_file,
         data_change=options.data_change,
         stats_tight_bounds=tight,
+        materialize_partition_columns=materialize,
     )
 
 

@@ -52,7 +52,8 @@ def write_table(
             ``ignore`` (do nothing if the table exists).
         partition_by: partition columns of a new table (must match an existing table's).
         configuration: ``delta.*`` table properties of a new table.
-        schema_mode: ``merge`` adds new columns; ``overwrite`` (with ``mode="overwrite"``)
+        schema_mode: ``merge`` adds new columns (and widens column types on tables with
+            ``delta.enableTypeWidening``); ``overwrite`` (with ``mode="overwrite"``)
             replaces the schema and partitioning.
         predicate: with ``mode="overwrite"``, replace only the rows matching this SQL
             condition (delta-spark's ``replaceWhere``); every written row must match it.

@@ -92,6 +92,7 @@ from deltalog.spark.read.row_tracking import tracked_scan
 from deltalog.spark.session import conf_get
 from deltalog.spark.write.batch import write_change_rows, write_rows
 from deltalog.txn import operations
+from deltalog.write.type_widening import ALLOW_AUTOMATIC_WIDENING_CONF
 
 AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
 # The acted rows' row ids (row tracking), kept from phase 1 for the rows deletion vectors write.
@@ -219,7 +220,8 @@ class MergeCommand:
 
     def _final_schema(self, evolve: bool) -> StructType:
         """The target schema after the merge: with schema evolution, source columns reached
-        by ``*`` or assigned explicitly are appended (written into the metadata)."""
+        by ``*`` or assigned explicitly are appended, and existing ones they write are widened
+        where the table's type widening allows (written into the metadata)."""
         schema = self.snapshot.schema
         if not evolve:
             return schema
@@ -234,14 +236,15 @@ class MergeCommand:
             else:
                 wanted |= {k.strip("`").rsplit(".", 1)[-1].lower() for k in clause.assignments}
         # Added columns are nullable, as in delta-spark: existing rows have no value for them.
-        new = [
-            replace(f, nullable=True)
+        written = [
+            f if f.name.lower() in known else replace(f, nullable=True)
             for f in source_schema.fields
-            if f.name.lower() in wanted - known
+            if f.name.lower() in wanted
         ]
-        if not new:
+        if not written:
             return schema
-        metadata = evolved_metadata(self.txn, StructType(tuple(new)))
+        automatic = conf_get(self.spark, ALLOW_AUTOMATIC_WIDENING_CONF, "always")
+        metadata = evolved_metadata(self.txn, StructType(tuple(written)), automatic)
         if metadata is None:
             return schema
         self.txn.update_metadata(metadata)

@@ -19,12 +19,15 @@ from deltalog import errors
 from deltalog.catalog import already_exists
 from deltalog.column_defaults import CURRENT_DEFAULT
 from deltalog.delta_log import DeltaLog
+from deltalog.schema import parse_schema
 from deltalog.spark import names
 from deltalog.spark.api.columns import IdentityGenerator
 from deltalog.spark.api.delta_table import DeltaTable, DeltaTableBuilder
 from deltalog.spark.commands import dml as dml_commands
+from deltalog.spark.commands.merge import AUTO_MERGE
 from deltalog.spark.commands.write_into_delta import write_dataframe
 from deltalog.spark.schema import to_spark_schema
+from deltalog.spark.session import conf_get
 from deltalog.spark.sql.common import NOT_DELTA, empty, table_ref, target_of
 from deltalog.spark.sql.reads import query_dataframe
 from deltalog.sql.defaults import (
@@ -34,6 +37,11 @@ from deltalog.sql.defaults import (
     replace_in_query,
 )
 from deltalog.sql.statements import DIALECT, Parsed, property_pair
+from deltalog.write.type_widening import (
+    ALLOW_AUTOMATIC_WIDENING_CONF,
+    NO_WIDENING,
+    widening_mode,
+)
 
 AFFECTED_SCHEMA = "num_affected_rows long"
 
@@ -224,10 +232,14 @@ def insert(spark: SparkSession, statement: Parsed) -> Any:
     types = {f.name.lower(): f.dataType.simpleString() for f in schema.fields}
     values = [f"{literal} AS `{column}`" for column, literal in static.items()]
     df = df.selectExpr("*", *values) if values else df
-    # Spark's INSERT casts to the table's types; SQL text works on classic and Connect alike.
+    # Spark's INSERT casts to the table's types (but a column type widening widens keeps its
+    # wider type); SQL text works on classic and Connect alike.
+    widened = _widened_columns(spark, snapshot, df)
     df = df.selectExpr(
         *[
-            f"CAST(`{c}` AS {types[c.lower()]}) AS `{c}`" if c.lower() in types else f"`{c}`"
+            f"CAST(`{c}` AS {types[c.lower()]}) AS `{c}`"
+            if c.lower() in types and c.lower() not in widened
+            else f"`{c}`"
             for c in df.columns
         ]
     )
@@ -245,6 +257,26 @@ def insert(spark: SparkSession, statement: Parsed) -> Any:
             )
     write_dataframe(df, target.path, mode=mode, options=options)
     return empty(spark)
+
+
+def _widened_columns(spark: SparkSession, snapshot: Any, df: Any) -> set[str]:
+    """The columns (lower-case) an INSERT writes with their own, wider type: with schema
+    evolution (``autoMerge``) on a table that enables type widening, those whose type the
+    table's column may be widened to (reference ``DeltaInsertCastSupport``); the write then
+    widens the table's column. Top-level atomic columns only."""
+    if conf_get(spark, AUTO_MERGE, "false").strip().lower() != "true":
+        return set()
+    automatic = conf_get(spark, ALLOW_AUTOMATIC_WIDENING_CONF, "always")
+    mode = widening_mode(snapshot.metadata.configuration, automatic, snapshot.table_root)
+    if mode == NO_WIDENING:
+        return set()
+    table = {f.name.lower(): f.type for f in snapshot.schema.fields}
+    data = parse_schema(df.schema.json())
+    return {
+        f.name.lower()
+        for f in data.fields
+        if f.name.lower() in table and mode.widened(table[f.name.lower()], f.type) is not None
+    }
 
 
 def _static_partitions(table_node: exp.Expression) -> dict[str, str]:

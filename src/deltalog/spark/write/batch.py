@@ -55,6 +55,7 @@ from deltalog.spark.write import parquet
 from deltalog.storage import register, store_for
 from deltalog.storage.options import StorageOptions, registered
 from deltalog.write.file_writer import DataFileWriter, WriteLayout
+from deltalog.write.type_widening import ALLOW_AUTOMATIC_WIDENING_CONF
 
 _ADD_COLUMN = "add"
 _RANGE_COLUMN = "identity_range"
@@ -122,6 +123,7 @@ def writer_options(
         data_change=_bool(opts.get("datachange", "true"), "dataChange", table),
         configuration=configuration,
         description=opts.get("comment"),
+        allow_automatic_widening=conf(ALLOW_AUTOMATIC_WIDENING_CONF, "always"),
     )
 
 

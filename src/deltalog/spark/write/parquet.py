@@ -71,6 +71,8 @@ def can_write(spark: SparkSession, plan: WritePlan) -> bool:
         return False  # no session of the write's own to give the settings to
     if plan.layout.carried_columns:
         return False  # row ids outside the table's schema: deltalog's file writer carries them
+    if plan.layout.materialize_partition_columns:
+        return False  # Spark's partitionBy leaves the partition columns out of the files
     return plan.layout.column_mapping_mode == "none"
 
 

@@ -381,3 +381,52 @@ def test_a_merged_column_is_nullable_whatever_the_data_says(tmp_path: Path) -> N
     rows = first + wider.to_pylist()
     nullable = wider.schema.set(3, pa.field("extra", pa.int64()))
     assert _both(root) == (canonical(pa.Table.from_pylist(rows, schema=nullable)),) * 2
+
+
+def test_materialized_partition_columns_are_written_into_every_file(tmp_path: Path) -> None:
+    """``materializePartitionColumns`` (reference ``TransactionalWrite``: the feature in the
+    protocol makes every writer keep the partition columns in the parquet files)."""
+    import pyarrow.parquet as pq
+
+    from deltalog import delete, optimize
+    from deltalog.commands.ddl.drop_feature import drop_feature_support
+    from deltalog.commands.ddl.protocol_change import set_table_properties
+
+    def file_columns(root: Path) -> list[list[str]]:
+        snapshot = DeltaLog.for_table(str(root)).update()
+        paths = snapshot.all_files_arrow().column("path").to_pylist()
+        return sorted(pq.read_schema(root / p).names for p in paths)
+
+    root = tmp_path / "t"
+    conf = {"delta.enableMaterializePartitionColumnsFeature": "true"}
+    write_table(str(root), _rows(range(3), "a"), partition_by=["p"], configuration=conf)
+    assert "materializePartitionColumns" in (
+        DeltaLog.for_table(str(root)).update().protocol.writer_features or ()
+    )
+    write_table(str(root), _rows(range(3, 5), "b"), mode="append")
+    write_table(str(root), _rows(range(5, 7), "b"), mode="append")
+    delete(str(root), "id = 1")  # rewrites a file of partition a
+    assert file_columns(root) == [["id", "p", "v"]] * 3
+    want = _expected(_rows([0, 2], "a"), _rows(range(3, 7), "b"))
+    assert _both(root) == (want, want)
+    files = (root / "p=b").glob("*.parquet")
+    assert {r for f in files for r in pq.read_table(f).column("p").to_pylist()} == {"b"}
+    optimize(str(root))
+    assert file_columns(root) == [["id", "p", "v"]] * 2
+    assert _both(root) == (want, want)
+    # an existing table: the property adds the feature, later writes materialize
+    other = tmp_path / "u"
+    write_table(str(other), _rows(range(2), "a"), partition_by=["p"])
+    assert file_columns(other) == [["id", "v"]]
+    set_table_properties(str(other), conf)
+    write_table(str(other), _rows(range(2, 4), "c"), mode="append")
+    assert file_columns(other) == [["id", "p", "v"], ["id", "v"]]
+    want = _expected(_rows(range(2), "a"), _rows(range(2, 4), "c"))
+    assert _both(other) == (want, want)
+    # DROP FEATURE takes the property with it; files written later leave the columns out
+    drop_feature_support(str(other), "materializePartitionColumns")
+    snapshot = DeltaLog.for_table(str(other)).update()
+    assert "materializePartitionColumns" not in (snapshot.protocol.writer_features or ())
+    assert "delta.enableMaterializePartitionColumnsFeature" not in snapshot.metadata.configuration
+    write_table(str(other), _rows(range(4, 5), "d"), mode="append")
+    assert file_columns(other) == [["id", "p", "v"], ["id", "v"], ["id", "v"]]
