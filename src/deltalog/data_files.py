@@ -17,13 +17,22 @@ import pyarrow as pa
 
 from deltalog import errors
 from deltalog.partition_values import lookup_partition_value, parse_partition_value
-from deltalog.schema import ArrayType, DataType, MapType, StructField, StructType, to_arrow
+from deltalog.schema import (
+    ArrayType,
+    DataType,
+    MapType,
+    PrimitiveType,
+    StructField,
+    StructType,
+    to_arrow,
+)
 from deltalog.storage import is_remote, store_for
 
 if TYPE_CHECKING:
     from deltalog.log.snapshot import Snapshot
 
 _FIELD_ID = b"PARQUET:field_id"
+VARIANT = PrimitiveType("variant")
 # pyarrow's columns: the index of the row's file in a dataset, of its batch in the file.
 _FRAGMENT, _BATCH = "__fragment_index", "__batch_index"
 
@@ -123,7 +132,7 @@ def to_logical_files(
             columns.append(pa.array(values, to_arrow(f.type)).take(take))
         else:
             source = _find(data.schema, data.columns, f, mode)
-            columns.append(_logical(source, f.type, mode, data.num_rows))
+            columns.append(_logical(source, f.type, mode, data.num_rows, f.name))
     return pa.Table.from_arrays(columns, schema=schema.to_arrow())
 
 
@@ -142,6 +151,8 @@ def read_parquet_files(
 
     if not paths or any(is_remote(p) for p in paths):
         return None
+    if any(_holds_variant(f.type) for f in physical):
+        return None  # file by file: a shredded variant is refused, not cast to its parts
     fmt = ds.ParquetFileFormat(
         read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"),
         # Small local files: one read each is all pre-buffering would save (measured slower).
@@ -240,11 +251,18 @@ def _find(schema: pa.Schema | pa.StructType, children: list[Any], f: StructField
     return None
 
 
-def _logical(array: Any, t: DataType, mode: str, length: int) -> pa.Array:
-    """``array`` (a physical column, or None when absent) in the logical type ``t``."""
+def _logical(array: Any, t: DataType, mode: str, length: int, path: str) -> pa.Array:
+    """``array`` (a physical column, or None when absent) in the logical type ``t``.
+
+    Raises:
+        UnsupportedFeatureError: column ``path`` is a shredded variant.
+    """
     target = to_arrow(t)
     if array is None:
         return pa.nulls(length, target)
+    if t == VARIANT and _shredded(array.type):
+        # Cast to (value, metadata), the shredded fields in typed_value would be dropped.
+        raise errors.shredded_variant_unreadable("", path)
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks() if array.num_chunks else pa.array([], array.type)
     if isinstance(t, StructType):
@@ -254,6 +272,7 @@ def _logical(array: Any, t: DataType, mode: str, length: int) -> pa.Array:
                 f.type,
                 mode,
                 len(array),
+                f"{path}.{f.name}",
             )
             for f in t.fields
         ]
@@ -261,13 +280,13 @@ def _logical(array: Any, t: DataType, mode: str, length: int) -> pa.Array:
             children, fields=list(target), mask=array.is_null() if array.null_count else None
         )
     if isinstance(t, ArrayType):
-        values = _logical(array.values, t.element_type, mode, len(array.values))
+        values = _logical(array.values, t.element_type, mode, len(array.values), path)
         return pa.ListArray.from_arrays(
             array.offsets, values, type=target, mask=array.is_null() if array.null_count else None
         )
     if isinstance(t, MapType):
-        keys = _logical(array.keys, t.key_type, mode, len(array.keys))
-        items = _logical(array.items, t.value_type, mode, len(array.items))
+        keys = _logical(array.keys, t.key_type, mode, len(array.keys), path)
+        items = _logical(array.items, t.value_type, mode, len(array.items), path)
         return pa.MapArray.from_arrays(
             array.offsets,
             keys,
@@ -276,3 +295,24 @@ def _logical(array: Any, t: DataType, mode: str, length: int) -> pa.Array:
             mask=array.is_null() if array.null_count else None,
         )
     return array if array.type == target else array.cast(target)
+
+
+def _shredded(t: pa.DataType) -> bool:
+    """Whether a variant column's physical type is shredded (PROTOCOL.md "Shredded Variant
+    data in Parquet": a ``typed_value`` beside ``metadata`` and ``value``)."""
+    return pa.types.is_struct(t) and t.get_field_index("typed_value") >= 0
+
+
+def _holds_variant(t: pa.DataType) -> bool:
+    """Whether a physical type is or holds an unshredded variant's struct (``value`` and
+    ``metadata``), which a dataset scan would cast a shredded file's column to silently."""
+    if pa.types.is_struct(t):
+        names = {t.field(i).name for i in range(t.num_fields)}
+        return names == {"value", "metadata"} or any(
+            _holds_variant(t.field(i).type) for i in range(t.num_fields)
+        )
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _holds_variant(t.value_type)
+    if pa.types.is_map(t):
+        return _holds_variant(t.key_type) or _holds_variant(t.item_type)
+    return False

@@ -219,6 +219,11 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "typeWidening-preview",
         "variantType",
         "variantType-preview",
+        # Spark's writer shreds only where delta.enableVariantShredding is true (the write
+        # option delta-spark passes); the Python writer never shreds, and engine-free readers
+        # refuse shredded files rather than lose their shredded fields.
+        "variantShredding",
+        "variantShredding-preview",
         "clustering",
         # Defaults are filled in by every writer that lacks a defaulted column's values (Spark
         # evaluates them; the Python writer refuses such data), and commits assigning a

@@ -45,6 +45,7 @@ PRESERVED_TAG = "delta.rowTracking.preserved"
 ENABLEMENT_ONLY_TAG = "rowTrackingEnablementOnly"
 MISSING_HIGH_WATER_MARK = -1
 BACKFILL_OPERATION = "ROW TRACKING BACKFILL"
+UNBACKFILL_OPERATION = "ROW TRACKING UNBACKFILL"  # before DROP FEATURE rowTracking
 
 # Operations that rewrite existing rows into new files: on a table with row tracking enabled
 # they must carry the rows' ids over (and say so with PRESERVED_TAG), else they are refused.

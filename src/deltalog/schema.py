@@ -77,6 +77,52 @@ class StructField:
         return str(self.metadata.get("delta.columnMapping.physicalName", self.name))
 
 
+# Field metadata Spark writes for string columns that do not compare by their UTF-8 bytes.
+COLLATIONS_KEY = "__COLLATIONS"  # collations by path (protocol RFC collated-string-type)
+CHAR_VARCHAR_KEY = "__CHAR_VARCHAR_TYPE_STRING"  # char(n) / varchar(n), as Spark declared it
+_BINARY_COLLATIONS = frozenset({"spark.UTF8_BINARY", "UTF8_BINARY"})
+
+
+def collation(field: StructField) -> str | None:
+    """The collation of string column ``field``, as its ``__COLLATIONS`` metadata names it
+    (``spark.UTF8_LCASE``, ``icu.UNICODE``...; keyed by the field's name, with ``.element``,
+    ``.key`` and ``.value`` for strings inside arrays and maps), or ``None`` for the default
+    UTF-8 binary collation, which writers never record."""
+    collations = field.metadata.get(COLLATIONS_KEY)
+    value = collations.get(field.name) if isinstance(collations, dict) else None
+    return str(value) if value is not None and value not in _BINARY_COLLATIONS else None
+
+
+def compares_by_bytes(field: StructField) -> bool:
+    """Whether Spark compares ``field``'s values by their binary order (what min/max
+    statistics and Arrow's kernels use). Not so for a column with a collation (``UTF8_LCASE``
+    equates cases; checked for any collation recorded in the field, nested ones included) or
+    a ``CHAR(n)`` column (Spark pads the literal to n)."""
+    meta = field.metadata
+    char = str(meta.get(CHAR_VARCHAR_KEY, "")).lower().startswith("char")
+    collations = meta.get(COLLATIONS_KEY)
+    collated = isinstance(collations, dict) and any(
+        v not in _BINARY_COLLATIONS for v in collations.values()
+    )
+    return not (char or collated)
+
+
+def field_at(schema: StructType, path: str) -> StructField | None:
+    """The field at dotted ``path`` (``a.b``: field ``b`` of struct column ``a``), resolved
+    case-insensitively as Spark resolves columns, or ``None``. A top-level name containing a
+    dot wins over a nested path, as in Spark."""
+    for f in schema.fields:
+        if f.name.lower() == path.lower():
+            return f
+    head, _, rest = path.partition(".")
+    if not rest:
+        return None
+    for f in schema.fields:
+        if f.name.lower() == head.lower() and isinstance(f.type, StructType):
+            return field_at(f.type, rest)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class StructType:
     fields: tuple[StructField, ...] = ()

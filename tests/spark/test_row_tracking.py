@@ -161,7 +161,7 @@ def test_spark_engine_rewrites_keep_row_ids(
 
 def test_enable_by_sql_spark_appends_and_drop(spark: Any, delta: str, tmp_path: Path) -> None:
     """ALTER TABLE enables row tracking on a table Spark wrote (backfill), Spark appends get
-    fresh ids, a second (local) rewrite round-trips, dropFeatureSupport takes it all away."""
+    fresh ids, a second (local) rewrite round-trips, DROP FEATURE takes it all away."""
     root = tmp_path / "t"
     df = spark.createDataFrame([(i,) for i in range(6)], "id long").repartition(3)
     df.write.format("delta").save(str(root))  # v0, no row tracking
@@ -183,7 +183,7 @@ def test_enable_by_sql_spark_appends_and_drop(spark: Any, delta: str, tmp_path: 
     }
     assert got == ids
 
-    DeltaTable.forPath(spark, str(root)).dropFeatureSupport("rowTracking")
+    spark.sql(f"ALTER TABLE delta.`{root}` DROP FEATURE rowTracking")  # dropFeatureSupport
     metadata, files, mark = live_files(root)
     assert mark == -1 and all("baseRowId" not in a for a in files.values())
     assert "delta.enableRowTracking" not in metadata["configuration"]

@@ -139,6 +139,7 @@ from deltalog.errors.conflicts import (  # noqa: E402 (after the classes they us
     concurrent_domain_metadata,
     metadata_changed,
     protocol_changed,
+    row_tracking_backfill_running_concurrently_with_unbackfill,
 )
 from deltalog.errors.dml import (  # noqa: E402 (after the classes they use)
     identity_explicit_insert,
@@ -194,6 +195,8 @@ from deltalog.errors.writes import (  # noqa: E402 (after the classes they use)
     protocol_property_invalid,
     read_feature_protocol_requires_write,
     schema_mismatch,
+    shredded_variant_unreadable,
+    shredding_table_property_disabled,
     unknown_configuration,
     unsupported_data_type,
     unsupported_feature_status,
@@ -262,8 +265,11 @@ __all__ = [
     "protocol_changed",
     "protocol_property_invalid",
     "read_feature_protocol_requires_write",
+    "row_tracking_backfill_running_concurrently_with_unbackfill",
     "row_tracking_not_preserved",
     "schema_mismatch",
+    "shredded_variant_unreadable",
+    "shredding_table_property_disabled",
     "state_recover_error",
     "table_not_found",
     "timestamp_earlier_than_retention",

@@ -9,6 +9,7 @@ from deltalog.errors import (
     ConcurrentDeleteDeleteException,
     ConcurrentDeleteReadException,
     ConcurrentTransactionException,
+    DeltaConcurrentModificationException,
     MetadataChangedException,
     ProtocolChangedException,
 )
@@ -174,5 +175,20 @@ def protocol_changed(
         + _conflicting(commit_info),
         table=table,
         help=CONCURRENCY_HELP,
+        version=version,
+    )
+
+
+def row_tracking_backfill_running_concurrently_with_unbackfill(
+    table: str, version: int
+) -> DeltaConcurrentModificationException:
+    """An unbackfill (dropping ``rowTracking``) lost its version to a backfill (enabling it)."""
+    return DeltaConcurrentModificationException(
+        "DELTA_ROW_TRACKING_BACKFILL_RUNNING_CONCURRENTLY_WITH_UNBACKFILL",
+        "A Row Tracking enablement (ROW TRACKING BACKFILL at version "
+        f"{version}) ran concurrently with a Row Tracking disablement (ROW TRACKING UNBACKFILL); "
+        "the disablement was aborted.",
+        table=table,
+        help="retry the disablement (DROP FEATURE rowTracking) once the enablement is complete.",
         version=version,
     )

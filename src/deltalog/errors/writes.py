@@ -195,6 +195,34 @@ def unsupported_writer_features(table: str, features: Iterable[str]) -> Unsuppor
     )
 
 
+def shredding_table_property_disabled(table: str) -> UnsupportedFeatureError:
+    """Shredded variants about to be written into a table whose ``delta.enableVariantShredding``
+    is not ``true`` (PROTOCOL.md: such tables take unshredded variants only)."""
+    return UnsupportedFeatureError(
+        "DELTA_SHREDDING_TABLE_PROPERTY_DISABLED",
+        "Attempted to write shredded Variants but the table does not support shredded writes "
+        "(spark.sql.variant.forceShreddingSchemaForTest is set).",
+        table=table,
+        help="set the table property delta.enableVariantShredding to true, or unset "
+        "spark.sql.variant.forceShreddingSchemaForTest.",
+        features=("variantShredding",),
+    )
+
+
+def shredded_variant_unreadable(table: str, column: str) -> UnsupportedFeatureError:
+    """A data file holds column ``column`` as a shredded variant, which pyarrow reads as its
+    parts (no engine-free code rebuilds the values from them)."""
+    return UnsupportedFeatureError(
+        "DELTA_UNSUPPORTED_SHREDDED_VARIANT",
+        f"column {column} is a shredded variant in a data file; the Python reader cannot "
+        "rebuild shredded values (reading it as unshredded would lose the shredded fields).",
+        table=table,
+        help="read or rewrite the table through Spark (4.0 or newer), whose parquet reader "
+        "rebuilds shredded variants.",
+        features=("variantShredding",),
+    )
+
+
 def features_require_manual_enablement(
     table: str | None, features: Iterable[str], supported: Iterable[str]
 ) -> DeltaWriteError:

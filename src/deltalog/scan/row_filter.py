@@ -48,6 +48,13 @@ from deltalog.scan.predicate import (
     has_opaque,
 )
 from deltalog.scan.skipping import COMPARE
+from deltalog.schema import (
+    CHAR_VARCHAR_KEY,
+    StructType,
+    collation,
+    compares_by_bytes,
+    field_at,
+)
 from deltalog.timestamps import time_zone
 
 if TYPE_CHECKING:
@@ -59,24 +66,68 @@ of some files (:func:`typed_partitions`), whether the condition is TRUE for each
 
 
 def evaluate(
-    predicate: Predicate, rows: pa.Table, *, table: str = "", zone: dt.tzinfo | None = None
+    predicate: Predicate,
+    rows: pa.Table,
+    *,
+    table: str = "",
+    zone: dt.tzinfo | None = None,
+    schema: StructType | None = None,
 ) -> pa.BooleanArray:
     """The predicate's value per row: true, false or null (unknown), as SQL defines it.
 
     Column names are matched case-insensitively (Spark's default). Literals are coerced to the
     column's type as Spark does; timestamp literals without an offset are read in ``zone``
-    (UTC when ``None``).
+    (UTC when ``None``). ``schema``: the table's, whose columns the predicate compares
+    (:func:`check_compared_by_bytes`).
 
     Raises:
-        UnsupportedFeatureError: the predicate uses syntax outside the supported subset, or a
-            literal this evaluator cannot compare with its column exactly as Spark does
+        UnsupportedFeatureError: the predicate uses syntax outside the supported subset, a
+            literal this evaluator cannot compare with its column exactly as Spark does, or a
+            column of ``schema`` Spark compares otherwise than by bytes
             (DELTA_UNSUPPORTED_PREDICATE).
         InvalidArgumentError: it names a column ``rows`` does not have.
     """
+    if schema is not None:
+        check_compared_by_bytes(predicate, schema, table)
     result = _Evaluator(rows, table, zone or _UTC).eval(predicate)
     if isinstance(result, pa.ChunkedArray):
         result = result.combine_chunks()
     return result
+
+
+def check_compared_by_bytes(predicate: Predicate, schema: StructType, table: str = "") -> None:
+    """Refuse a predicate comparing a column of ``schema`` that Spark does not compare by its
+    UTF-8 bytes, as Arrow does: a collated string (``UTF8_LCASE`` equates ``'ABC'`` and
+    ``'abc'``) or a ``CHAR(n)`` (Spark pads the literal). ``IS [NOT] NULL`` is the same under
+    any collation.
+
+    Raises:
+        UnsupportedFeatureError: DELTA_UNSUPPORTED_PREDICATE, naming the column.
+    """
+    for name in sorted(compared_columns(predicate)):
+        field = field_at(schema, name)
+        if field is not None and not compares_by_bytes(field):
+            how = collation(field) or field.metadata.get(CHAR_VARCHAR_KEY) or "a collation"
+            raise errors.UnsupportedFeatureError(
+                "DELTA_UNSUPPORTED_PREDICATE",
+                f"column {name!r} ({how}) is not compared by its bytes in Spark, and the Python "
+                "evaluator compares only by bytes, so it cannot decide this condition exactly.",
+                table=table or None,
+                help="run the command through Spark, which compares by the column's collation.",
+            )
+
+
+def compared_columns(p: Predicate) -> set[str]:
+    """The columns ``p`` compares with a value (``IS NULL`` compares nothing)."""
+    if isinstance(p, (Comparison, In)):
+        return {p.column}
+    if isinstance(p, Computed):
+        return {p.term.column}
+    if isinstance(p, (And, Or)):
+        return compared_columns(p.left) | compared_columns(p.right)
+    if isinstance(p, Not):
+        return compared_columns(p.child)
+    return set()
 
 
 def is_true(mask: pa.BooleanArray) -> pa.BooleanArray:
@@ -129,7 +180,9 @@ def partition_matches(
     typed = typed_partitions(snapshot, files)
     if matcher is not None:
         return matcher(typed)
-    return is_true(evaluate(predicate, typed, table=snapshot.table_root))
+    return is_true(
+        evaluate(predicate, typed, table=snapshot.table_root, schema=snapshot.schema)
+    )
 
 
 class _Evaluator:

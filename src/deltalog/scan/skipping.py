@@ -35,7 +35,7 @@ from deltalog.scan.predicate import (
     parse_predicate,
     push_down_not,
 )
-from deltalog.schema import PrimitiveType, StructField, StructType, to_arrow
+from deltalog.schema import PrimitiveType, StructField, StructType, compares_by_bytes, to_arrow
 from deltalog.timestamps import time_zone as parse_time_zone
 
 _INTEGRAL = {"byte", "short", "integer", "long"}
@@ -121,7 +121,9 @@ class _Context:
             return pc.or_(self.evaluate(p.left), self.evaluate(p.right))
         if isinstance(p, (Comparison, In, IsNull)):
             field = self._fields.get(p.column.lower())
-            if field is None or (not isinstance(p, IsNull) and _compares_otherwise(field)):
+            # Bounds and partition values order by bytes; a collated (UTF8_LCASE) or CHAR(n)
+            # column compares otherwise in Spark, so they decide nothing for it.
+            if field is None or (not isinstance(p, IsNull) and not compares_by_bytes(field)):
                 return self._all
             if field.name.lower() in self._partitions:
                 return self._on_partition(field, p)
@@ -240,14 +242,6 @@ COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     ">": pc.greater,
     ">=": pc.greater_equal,
 }
-
-
-def _compares_otherwise(field: StructField) -> bool:
-    """A column whose values Spark does not compare by their binary order: a CHAR(n) column
-    (Spark pads the literal to n), or one with a collation (``UTF8_LCASE`` equates cases)."""
-    meta = field.metadata
-    char = str(meta.get("__CHAR_VARCHAR_TYPE_STRING", "")).lower().startswith("char")
-    return char or "__COLLATIONS" in meta
 
 
 def _is_nan(s: Any) -> bool:

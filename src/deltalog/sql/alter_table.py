@@ -1,10 +1,12 @@
 """The ``ALTER TABLE`` forms sqlglot does not read the way Spark does: column changes
 (``ALTER|CHANGE COLUMN``, ``RENAME COLUMN``, ``DROP COLUMNS``), ``SET LOCATION``,
-``CLUSTER BY`` and ``UNSET TBLPROPERTIES``."""
+``CLUSTER BY``, ``UNSET TBLPROPERTIES`` and ``DROP FEATURE``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from sqlglot.tokens import TokenType
 
 from deltalog.sql.tokens import SqlSyntaxError, TableRef, TokenReader, word
 
@@ -65,14 +67,31 @@ class UnsetProperties:
     if_exists: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class DropFeature:
+    """``ALTER TABLE t DROP FEATURE name [TRUNCATE HISTORY]`` (the name an identifier or a
+    string literal, as in delta-spark's grammar)."""
+
+    table: TableRef
+    feature: str
+    truncate_history: bool = False
+
+
 AlterStatement = (
-    AlterColumn | RenameColumn | DropColumns | ClusterBy | SetLocation | UnsetProperties
+    AlterColumn
+    | RenameColumn
+    | DropColumns
+    | ClusterBy
+    | SetLocation
+    | UnsetProperties
+    | DropFeature
 )
 
 
 def alter_table(r: TokenReader) -> AlterStatement | None:
     """The ALTER TABLE forms sqlglot does not read the way Spark does (column changes,
-    CLUSTER BY, UNSET TBLPROPERTIES); ``None`` for the others (sqlglot parses them)."""
+    CLUSTER BY, UNSET TBLPROPERTIES, DROP FEATURE); ``None`` for the others (sqlglot parses
+    them)."""
     r.expect("ALTER", "TABLE")
     table = r.table()
     action = word(r.peek()) if r.peek() is not None else ""  # type: ignore[arg-type]
@@ -88,6 +107,13 @@ def alter_table(r: TokenReader) -> AlterStatement | None:
         return RenameColumn(table, column, new_name)
     if r.accept("DROP", "COLUMNS") or r.accept("DROP", "COLUMN"):
         return drop_columns(r, table)
+    if r.accept("DROP", "FEATURE"):
+        t = r.peek()
+        feature = r.string() if t is not None and t.token_type == TokenType.STRING else None
+        feature = feature if feature is not None else r.identifier()
+        truncate = r.accept("TRUNCATE", "HISTORY")
+        r.end()
+        return DropFeature(table, feature, truncate)
     if r.accept("SET", "LOCATION"):
         location = r.string()
         r.end()

@@ -50,7 +50,9 @@ from deltalog.txn.winning_commit import WinningCommit
 # rebases ours on the winner's).
 ROW_TRACKING_DOMAIN = row_tracking.DOMAIN
 # Operations that recommit existing files with row ids; they skip the append check.
-ROW_TRACKING_BACKFILL_OPERATIONS = frozenset({"ROW TRACKING BACKFILL", "ROW TRACKING UNBACKFILL"})
+ROW_TRACKING_BACKFILL_OPERATIONS = frozenset(
+    {row_tracking.BACKFILL_OPERATION, row_tracking.UNBACKFILL_OPERATION}
+)
 
 _CM_MODE = "delta.columnMapping.mode"
 _TYPE_CHANGES = "delta.typeChanges"
@@ -134,6 +136,7 @@ class _Checker:
         self.check_domain_metadata()
         self.check_app_transactions()
         self.rebase_row_tracking()
+        self.resolve_unbackfill()
         self.rebase_type_widening()
         self.check_added_files()
         self.check_removed_files_read()
@@ -380,6 +383,36 @@ class _Checker:
             a for a in self.pending.actions if not (isinstance(a, AddFile) and a.path in touched)
         )
         self.pending = dataclasses.replace(self.pending, actions=actions)
+
+    def resolve_unbackfill(self) -> None:
+        """An unbackfill of ours (``ROW TRACKING UNBACKFILL``, before DROP FEATURE rowTracking),
+        as the reference resolves it: a winning backfill aborts it; otherwise the files the
+        winner added or removed leave it (and its read set: they no longer conflict), and the
+        winner's adds that carry ids (a writer ignoring ``delta.rowTrackingSuspended``) join it
+        without them, ``dataChange=false``."""
+        pending, w = self.pending, self.winner
+        if pending.operation != row_tracking.UNBACKFILL_OPERATION:
+            return
+        if w.operation == row_tracking.BACKFILL_OPERATION:
+            raise errors.row_tracking_backfill_running_concurrently_with_unbackfill(
+                self.table, w.version
+            )
+        touched = [a.path for a in w.adds] + [r.path for r in w.removes]
+        keys = {_path_key(p) for p in touched}
+        readds = [
+            dataclasses.replace(
+                a, data_change=False, base_row_id=None, default_row_commit_version=None
+            )
+            for a in w.adds
+            if a.base_row_id is not None or a.default_row_commit_version is not None
+        ]
+        kept = tuple(
+            a
+            for a in pending.actions
+            if not (isinstance(a, AddFile) and _path_key(a.path) in keys)
+        )
+        pending.read_set.drop_files(touched)
+        self.pending = dataclasses.replace(pending, actions=(*kept, *readds))
 
     def rebase_type_widening(self) -> None:
         """Type changes this commit records at the winner's version move to the next one."""

@@ -65,6 +65,17 @@ class ReadSet:
         probe = canonical_path(pa.array(paths, pa.string()))
         return pc.is_in(probe, value_set=read).to_pylist()
 
+    def drop_files(self, paths: list[str]) -> None:
+        """Forget that the files at these log paths were read (a conflict resolved by
+        leaving them out of the commit)."""
+        if not self.files or not paths:
+            return
+        probe = canonical_path(pa.array(paths, pa.string()))
+        self.files = [
+            chunk.filter(pc.invert(pc.is_in(canonical_path(chunk), value_set=probe)))
+            for chunk in self.files
+        ]
+
     @property
     def is_empty(self) -> bool:
         return not (self.predicates or self.files or self.whole_table)

@@ -620,7 +620,7 @@ def _conform_fields(
                 raise errors.invalid_argument(
                     f"non-nullable column {'.'.join((*path, f.name))} is missing from the data"
                 )
-            out.append(pa.nulls(length, to_arrow(f.type)))
+            out.append(_nulls(length, to_arrow(f.type)))
         else:
             out.append(_conform(children[at], f.type, (*path, f.name)))
     extra = set(lowered) - {f.name.lower() for f in fields}
@@ -661,6 +661,25 @@ def _conform(values: Any, t: DataType, path: tuple[str, ...]) -> Any:
         raise errors.invalid_argument(
             f"column {'.'.join(path)} of type {values.type} does not cast to {target}: {e}"
         ) from None
+
+
+def _nulls(length: int, t: pa.DataType) -> pa.Array:
+    """``length`` nulls of type ``t``. A struct with non-nullable children (a variant's
+    ``value`` and ``metadata``) gets empty children under its null mask, as parquet stores
+    it, so the column keeps its declared nullability."""
+    if not pa.types.is_struct(t) or all(t.field(i).nullable for i in range(t.num_fields)):
+        return pa.nulls(length, t)
+    children = [_empty(length, t.field(i)) for i in range(t.num_fields)]
+    mask = pa.array([True] * length, pa.bool_())
+    return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+
+
+def _empty(length: int, f: pa.Field) -> pa.Array:
+    if f.nullable:
+        return pa.nulls(length, f.type)
+    if pa.types.is_binary(f.type) or pa.types.is_string(f.type):
+        return pa.array([b"" if pa.types.is_binary(f.type) else ""] * length, f.type)
+    return _nulls(length, f.type) if pa.types.is_struct(f.type) else pa.nulls(length, f.type)
 
 
 def to_physical(logical: pa.Table, schema: pa.Schema) -> pa.Table:

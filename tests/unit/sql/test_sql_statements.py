@@ -16,6 +16,7 @@ from deltalog.sql.statements import (  # noqa: E402
     DescribeDetail,
     DescribeHistory,
     DropColumns,
+    DropFeature,
     Generate,
     Optimize,
     Parsed,
@@ -182,6 +183,11 @@ def test_malformed_delta_statements_raise(text: str) -> None:
         ("ALTER TABLE db.t CLUSTER BY NONE", ClusterBy(N, ())),
         ("ALTER TABLE db.t SET LOCATION '/new'", SetLocation(N, "/new")),
         ("SHOW CREATE TABLE delta.`/data/t`", ShowCreateTable(P)),
+        ("ALTER TABLE db.t DROP FEATURE rowTracking", DropFeature(N, "rowTracking")),
+        (
+            "ALTER TABLE delta.`/data/t` DROP FEATURE 'deletionVectors' TRUNCATE HISTORY",
+            DropFeature(P, "deletionVectors", True),
+        ),
         (
             "ALTER TABLE db.t ALTER COLUMN c SET DEFAULT concat('a', \"b\") ;",
             AlterColumn(N, ("c",), default="concat('a', \"b\")"),

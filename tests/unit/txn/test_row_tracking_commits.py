@@ -193,3 +193,50 @@ def test_dropping_the_feature_unbackfills_then_downgrades(tmp_path: Path) -> Non
     assert sorted(oracle_rows(str(root))["id"].to_pylist()) == list(range(4))
     write_table(str(root), _ids(4, 5), mode="append")  # writes as a plain table again
     assert all("baseRowId" not in a for a in live_files(root)[1].values())
+
+
+def _suspended_unbackfill(root: Path):  # type: ignore[no-untyped-def]
+    """A table of three files with ids, suspended, and its unbackfill prepared, not committed."""
+    from deltalog.commands.ddl.protocol_change import set_table_properties
+    from deltalog.commands.ddl.row_tracking_backfill import unbackfill_transaction
+
+    write_table(str(root), _ids(0, 6), configuration=ENABLE, max_records_per_file=2)  # v0
+    set_table_properties(
+        str(root), {"delta.enableRowTracking": "false", "delta.rowTrackingSuspended": "true"}
+    )  # v1
+    prepared = unbackfill_transaction(DeltaLog.for_table(str(root)))
+    assert prepared is not None
+    return prepared
+
+
+def test_an_unbackfill_loses_to_a_concurrent_backfill(tmp_path: Path) -> None:
+    """Reference ``resolveRowTrackingUnBackfillConflicts``: enabling and disabling row
+    tracking at once aborts the disablement."""
+    from deltalog.txn import operations
+
+    root = tmp_path / "t"
+    txn, adds, operation = _suspended_unbackfill(root)
+    winner = DeltaLog.for_table(str(root)).start_transaction()
+    winner.commit([], operations.Operation("ROW TRACKING BACKFILL", {"batchId": 0}))  # v2
+    with pytest.raises(errors.DeltaConcurrentModificationException) as e:
+        txn.commit(adds, operation)
+    assert e.value.error_class == "DELTA_ROW_TRACKING_BACKFILL_RUNNING_CONCURRENTLY_WITH_UNBACKFILL"
+    assert DeltaLog.for_table(str(root)).update().version == 2
+
+
+def test_an_unbackfill_leaves_out_files_a_concurrent_delete_removed(tmp_path: Path) -> None:
+    """The winner removed one of the files the unbackfill re-adds: the retry leaves it out
+    (nothing resurrected, no conflict), and the winner's rewrite of it came without ids."""
+    from deltalog import delete
+
+    root = tmp_path / "t"
+    txn, adds, operation = _suspended_unbackfill(root)
+    delete(str(root), "id = 0")  # v2: rewrites the file of ids 0-1 (suspended: no new ids)
+    version = txn.commit(adds, operation)
+    assert version == 3
+    _, files, _ = live_files(root)
+    assert len(files) == 3
+    assert all("baseRowId" not in a and "defaultRowCommitVersion" not in a for a in files.values())
+    assert sorted(oracle_rows(str(root))["id"].to_pylist()) == [1, 2, 3, 4, 5]
+    readded = [x["add"]["path"] for x in _commit_lines(root, 3) if "add" in x]  # type: ignore[index]
+    assert len(readded) == 2  # the two files the delete left alone

@@ -31,6 +31,7 @@ from deltalog.actions import Action, AddFile, action_from_dict
 from deltalog.delta_log import DeltaLog
 from deltalog.log.snapshot import Snapshot
 from deltalog.txn import operations
+from deltalog.txn.transaction import Transaction
 
 FEATURE_PROPERTY = f"delta.feature.{row_tracking.FEATURE}"
 
@@ -101,7 +102,7 @@ def enablement_tags(properties: Mapping[str, str]) -> dict[str, str] | None:
 
 # -- DROP FEATURE rowTracking (reference RowTrackingPreDowngradeCommand) ---------------------------
 
-UNBACKFILL_OPERATION = "ROW TRACKING UNBACKFILL"
+UNBACKFILL_OPERATION = row_tracking.UNBACKFILL_OPERATION
 # Removed from the configuration by the DROP FEATURE commit itself (reference
 # ``tablePropertiesToRemoveAtDowngradeCommit``): concurrent writers use them until then.
 PROPERTIES_AT_DOWNGRADE = (
@@ -129,6 +130,21 @@ def suspend_and_unbackfill(delta_log: DeltaLog) -> bool:
         txn.update_metadata(replace(txn.snapshot.metadata, configuration=merged))
         txn.commit([], operations.set_table_properties(props))
         changed = True
+    unbackfill = unbackfill_transaction(delta_log)
+    if unbackfill is not None:
+        txn, adds, operation = unbackfill
+        txn.commit(adds, operation)  # suspended: the commit assigns no ids
+        changed = True
+    return changed
+
+
+def unbackfill_transaction(
+    delta_log: DeltaLog,
+) -> tuple[Transaction, list[Action], operations.Operation] | None:
+    """The ``ROW TRACKING UNBACKFILL`` to commit: a transaction that read every file with ids,
+    their ``add`` again without them (``dataChange=false``), and its operation; ``None`` when
+    no file has ids. A concurrent commit is resolved as in the reference
+    (``resolve_unbackfill`` in :mod:`deltalog.txn.conflicts`)."""
     txn = delta_log.start_transaction()
     assert txn.snapshot is not None
     files = txn.snapshot.all_files_arrow()
@@ -136,15 +152,14 @@ def suspend_and_unbackfill(delta_log: DeltaLog) -> bool:
         pc.is_valid(files.column("baseRowId")), pc.is_valid(files.column("defaultRowCommitVersion"))
     )
     with_ids = files.filter(tracked)
-    if with_ids.num_rows:
-        txn.read_set.add_files(with_ids.column("path"))
-        adds = [_readd(row) for row in with_ids.to_pylist()]
-        operation = operations.Operation(
-            UNBACKFILL_OPERATION, {"batchId": 0}, {"numSuccessfulFiles": len(adds)}
-        )
-        txn.commit(adds, operation)  # suspended: the commit assigns no ids
-        changed = True
-    return changed
+    if not with_ids.num_rows:
+        return None
+    txn.read_set.add_files(with_ids.column("path"))
+    adds: list[Action] = [_readd(row) for row in with_ids.to_pylist()]
+    operation = operations.Operation(
+        UNBACKFILL_OPERATION, {"batchId": 0}, {"numSuccessfulFiles": len(adds)}
+    )
+    return txn, adds, operation
 
 
 def downgrade_changes(snapshot: Snapshot) -> tuple[dict[str, str], list[Action]]:

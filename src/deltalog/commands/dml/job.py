@@ -149,7 +149,9 @@ class DmlJob:
         self.evaluate(predicate, self.empty_rows())
 
     def evaluate(self, predicate: Predicate, rows: pa.Table) -> pa.BooleanArray:
-        return evaluate(predicate, rows, table=self.root, zone=self.zone_or_utc)
+        return evaluate(
+            predicate, rows, table=self.root, zone=self.zone_or_utc, schema=self.snapshot.schema
+        )
 
     @property
     def zone_or_utc(self) -> dt.tzinfo:

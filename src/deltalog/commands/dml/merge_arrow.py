@@ -35,7 +35,7 @@ from deltalog.commands.dml.file_changes import group_row_indexes
 from deltalog.commands.dml.job import DmlJob, elapsed_ms_since
 from deltalog.commands.write.identity import identity_columns
 from deltalog.scan.predicate import And, Comparison, Literal, Predicate
-from deltalog.schema import StructField, StructType
+from deltalog.schema import StructField, StructType, compares_by_bytes
 from deltalog.txn import operations
 from deltalog.txn.operations import MergePredicate
 from deltalog.write.file_writer import conform_table
@@ -170,6 +170,15 @@ class _Merge:
             if name is None:
                 raise errors.unresolved_column(key, "MERGE ON", self.schema.names, job.root)
             self.keys.append(name)
+            if not compares_by_bytes(self.schema.field(name)):
+                # Arrow joins by bytes; Spark matches 'ABC' with 'abc' under UTF8_LCASE.
+                raise errors.UnsupportedFeatureError(
+                    "DELTA_UNSUPPORTED_PREDICATE",
+                    f"key column {name!r} has a collation (or is a CHAR): Spark does not match "
+                    "its values by their bytes, and this merge joins only by bytes.",
+                    table=job.root,
+                    help="run the MERGE through Spark, which matches by the column's collation.",
+                )
         self.source_rows = self.inserted = self.updated = self.copied = 0
         self.matched_deleted = self.by_source_deleted = 0
         self.materialize_ms = 0

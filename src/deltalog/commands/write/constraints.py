@@ -46,7 +46,7 @@ def check_rows(layout: WriteLayout, batch: pa.RecordBatch, replace_where: str | 
     _check_computed_columns(schema, table)
     _check_not_null(schema, rows, table)
     for name, expr in constraints(layout.configuration).items():
-        mask = evaluate(_parse(expr), rows, table=table)
+        mask = evaluate(_parse(expr), rows, table=table, schema=schema)
         _fail_on_false(
             mask,
             rows,
@@ -55,7 +55,7 @@ def check_rows(layout: WriteLayout, batch: pa.RecordBatch, replace_where: str | 
             f"CHECK constraint {name} {expr} violated by row with values:",
         )
     if replace_where is not None:
-        mask = evaluate(_parse(replace_where), rows, table=table)
+        mask = evaluate(_parse(replace_where), rows, table=table, schema=schema)
         _fail_on_false(
             mask,
             rows,

@@ -65,7 +65,7 @@ def rewrite_without(
     now = int(time.time() * 1000)
     for row in candidates.to_pylist():
         rows = _read_logical(layout, store, row, tracking)
-        hit = is_true(evaluate(predicate, rows, table=txn.table_root))
+        hit = is_true(evaluate(predicate, rows, table=txn.table_root, schema=snapshot.schema))
         matched = int(pc.sum(hit).as_py() or 0)
         if matched == 0:
             continue

@@ -42,7 +42,7 @@ from deltalog.commands.dml.job import DmlJob
 from deltalog.commands.dml.merge_arrow import merge_rows
 from deltalog.commands.dml.values import SqlValue
 from deltalog.scan.predicate import Predicate, has_opaque
-from deltalog.schema import StructType
+from deltalog.schema import StructType, compares_by_bytes
 from deltalog.spark.engine import choose_engine, local_max_bytes
 from deltalog.spark.schema import from_spark_schema
 from deltalog.spark.session import conf_get, session_time_zone, to_arrow
@@ -217,8 +217,8 @@ def _equality_keys(condition: Any, alias: str | None, snapshot: Snapshot) -> tup
         # struct column named like the source's alias.
         if column != other or {left, right} & structs:
             return None
-        if column not in names:
-            return None
+        if column not in names or not compares_by_bytes(snapshot.schema.field(column)):
+            return None  # a collated key: Spark matches it by its collation, Arrow by bytes
         keys.append(names[column])
     return tuple(keys) if keys else None
 

@@ -39,7 +39,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from deltalog import row_tracking
+from deltalog import errors, row_tracking
 from deltalog.actions import AddFile
 from deltalog.commands.optimize.arrow import keeps_row_ids
 from deltalog.commands.optimize.arrow import write_bins as local_write_bins
@@ -116,10 +116,14 @@ def optimize(spark: Any, log: DeltaLog, where: list[str], z_order_by: tuple[str,
     plan = plan_optimize(txn.snapshot, where, z_order_by, settings, matcher)
     plan.track_reads(txn)
     read_bytes = int(sum(plan.files.column("size").to_pylist())) if plan.bins else 0
+    adds: list[AddFile] | None = None
     if plan.bins and choose_engine(spark, plan.snapshot, read_bytes, "OPTIMIZE").local:
-        adds = local_write_bins(plan, txn.log.store)  # same plan, rules and commit
-        txn.row_tracking_preserved = keeps_row_ids(plan.snapshot)
-    else:
+        try:
+            adds = local_write_bins(plan, txn.log.store)  # same plan, rules and commit
+            txn.row_tracking_preserved = keeps_row_ids(plan.snapshot)
+        except errors.UnsupportedFeatureError:
+            adds = None  # e.g. shredded variants, which Spark's reader rebuilds (files deleted)
+    if adds is None:
         adds = write_bins(spark, txn, plan)
     removes = commit_bins(log, txn, plan, adds)
     metrics = optimize_metrics(

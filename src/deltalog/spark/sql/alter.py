@@ -18,6 +18,7 @@ from sqlglot import exp
 from deltalog import errors
 from deltalog.catalog import TableEntry
 from deltalog.commands.ddl import alter_columns, show
+from deltalog.commands.ddl.drop_feature import drop_feature_support
 from deltalog.commands.ddl.show import spark_simple_string
 from deltalog.commands.ddl.sync_identity import sync_identity
 from deltalog.commands.optimize.plan import clustering_columns
@@ -34,6 +35,7 @@ from deltalog.sql.statements import (
     AlterColumn,
     ClusterBy,
     DropColumns,
+    DropFeature,
     Parsed,
     RenameColumn,
     SetLocation,
@@ -103,6 +105,16 @@ def drop_columns(spark: SparkSession, s: DropColumns) -> Any:
     if target is None:
         return NOT_DELTA
     alter_columns.drop_columns(target.path, s.columns, if_exists=s.if_exists)
+    return _done(spark)
+
+
+def drop_feature(spark: SparkSession, s: DropFeature) -> Any:
+    """``ALTER TABLE t DROP FEATURE name [TRUNCATE HISTORY]``: delta-spark's
+    ``dropFeatureSupport`` (:func:`deltalog.commands.ddl.drop_feature.drop_feature_support`)."""
+    target = _target(spark, s)
+    if target is None:
+        return NOT_DELTA
+    drop_feature_support(target.path, s.feature, s.truncate_history)
     return _done(spark)
 
 
@@ -260,6 +272,7 @@ RUNNERS: dict[type, Any] = {
     AlterColumn: alter_column,
     RenameColumn: rename_column,
     DropColumns: drop_columns,
+    DropFeature: drop_feature,
     ClusterBy: cluster_by,
     ShowCreateTable: show_create_table,
     SetLocation: set_location,

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from deltalog import errors
 from deltalog.actions import AddFile
 from deltalog.commands.write.identity import IdentityColumn
 from deltalog.commands.write.write_into_delta import WritePlan
@@ -59,6 +60,10 @@ _TIMESTAMP_OPTION_SINCE = (4, 2)  # the first Spark whose parquet writer takes i
 # rebase them to the hybrid Julian calendar; neither is a write option.
 _REBASE = "spark.sql.parquet.datetimeRebaseModeInWrite"
 _CORRECTED = "CORRECTED"
+# Variant shredding (delta-spark's VariantShreddingShims, TransactionalWrite): a write option.
+_ENABLE_SHREDDING = "delta.enableVariantShredding"
+_INFER_SHREDDING = "spark.sql.variant.inferShreddingSchema"
+_FORCE_SHREDDING = "spark.sql.variant.forceShreddingSchemaForTest"
 WRITER_CONF = "spark.deltalog.writer"  # auto (default), spark or python: which writer to use
 
 
@@ -174,7 +179,26 @@ def _writer(df: Any, plan: WritePlan) -> Any:
         writer = writer.partitionBy(*layout.partition_columns)
     if layout.max_records_per_file:
         writer = writer.option("maxRecordsPerFile", str(layout.max_records_per_file))
-    return writer
+    return writer.options(**_shredding_options(df.sparkSession, plan))
+
+
+def _shredding_options(spark: Any, plan: WritePlan) -> dict[str, str]:
+    """Whether Spark's writer may shred variants, as delta-spark tells it: only where
+    ``delta.enableVariantShredding`` is true (PROTOCOL.md "Variant Shredding"; other tables take
+    unshredded variants). Spark 4.1+ infers a shredding schema by default; the option is ignored
+    before. A schema forced for tests (which overrides the option) is refused on other tables.
+
+    Raises:
+        UnsupportedFeatureError: DELTA_SHREDDING_TABLE_PROPERTY_DISABLED.
+    """
+    layout = plan.layout
+    if not _holds(layout.schema, {"variant"}):
+        return {}
+    raw = layout.configuration.get(_ENABLE_SHREDDING, "false")
+    enabled = raw.strip().lower() == "true"
+    if not enabled and conf_get(spark, _FORCE_SHREDDING, ""):
+        raise errors.shredding_table_property_disabled(layout.table_root)
+    return {_INFER_SHREDDING: str(enabled).lower()}
 
 
 def _move_into_table(store: LogStore, staging: str, root: str) -> list[str]:
