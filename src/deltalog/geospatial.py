@@ -25,7 +25,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
-from deltalog.schema import MIXED_SRID_CRS, ArrayType, DataType, GeoType, MapType, StructType
+from deltalog.schema import (
+    MIXED_SRID_CRS,
+    ArrayType,
+    DataType,
+    GeoType,
+    MapType,
+    StructType,
+    is_geo,
+)
 
 WKB_EXTENSION = "geoarrow.wkb"
 _SPARK_FIELDS = ("srid", "wkb")
@@ -95,6 +103,62 @@ def to_spark_arrow(values: pa.Array, t: GeoType) -> pa.StructArray:
     fields = [pa.field("srid", pa.int32(), False), pa.field("wkb", pa.binary(), False)]
     mask = wkb.is_null() if wkb.null_count else None
     return pa.StructArray.from_arrays([srid, filled], fields=fields, mask=mask)
+
+
+def to_spark_arrow_table(table: pa.Table, schema: StructType) -> pa.Table:
+    """``table`` (logical rows, WKB geospatial columns) with every geospatial value, nested
+    too, in Spark's Arrow form: what a Python data source must hand Spark (PySpark checks its
+    batches against the read schema's Arrow types). Columns not in ``schema`` are kept as
+    they are; a table without geospatial columns is returned as it is."""
+    by_name = {f.name: f for f in schema.fields}
+    if not any(is_geo(f.type) for f in by_name.values()):
+        return table
+    columns, fields = [], []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        f = by_name.get(name)
+        if f is None or not is_geo(f.type):
+            columns.append(column)
+            fields.append(table.schema.field(name))
+            continue
+        pieces = column.chunks or [pa.array([], column.type)]
+        chunks = [_to_spark(c, f.type) for c in pieces]
+        arrow_type = chunks[0].type
+        columns.append(pa.chunked_array(chunks, type=arrow_type))
+        fields.append(_spark_field(name, f.type, arrow_type, table.schema.field(name).nullable))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def _to_spark(values: pa.Array, t: DataType) -> pa.Array:
+    if isinstance(t, GeoType):
+        return to_spark_arrow(values, t)
+    if not is_geo(t):
+        return values
+    mask = values.is_null() if values.null_count else None
+    if isinstance(t, StructType):
+        children = [_to_spark(values.field(i), f.type) for i, f in enumerate(t.fields)]
+        fields = [
+            _spark_field(f.name, f.type, c.type, values.type.field(i).nullable)
+            for i, (f, c) in enumerate(zip(t.fields, children, strict=True))
+        ]
+        return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    if isinstance(t, ArrayType):
+        items = _to_spark(values.values, t.element_type)
+        nullable = values.type.value_field.nullable
+        element = _spark_field("element", t.element_type, items.type, nullable)
+        return pa.ListArray.from_arrays(values.offsets, items, type=pa.list_(element), mask=mask)
+    assert isinstance(t, MapType)
+    keys = _to_spark(values.keys, t.key_type)
+    items = _to_spark(values.items, t.value_type)
+    item = _spark_field("value", t.value_type, items.type, values.type.item_field.nullable)
+    map_type = pa.map_(_spark_field("key", t.key_type, keys.type, False), item)
+    return pa.MapArray.from_arrays(values.offsets, keys, items, type=map_type, mask=mask)
+
+
+def _spark_field(name: str, t: DataType, arrow_type: pa.DataType, nullable: bool) -> pa.Field:
+    """An Arrow field as Spark makes it: a geospatial one marked with its kind and SRID (how
+    Spark's ``ArrowColumnVector`` tells a geometry from a plain struct)."""
+    meta = {t.kind: "true", "srid": str(t.srid)} if isinstance(t, GeoType) else None
+    return pa.field(name, arrow_type, nullable, meta)
 
 
 def check_srids(schema: StructType, table: str | None) -> None:

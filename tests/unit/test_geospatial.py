@@ -28,7 +28,12 @@ from deltalog.features import (
     check_write_supported,
     protocol_for_table,
 )
-from deltalog.geospatial import WkbType, from_spark_arrow, to_spark_arrow
+from deltalog.geospatial import (
+    WkbType,
+    from_spark_arrow,
+    to_spark_arrow,
+    to_spark_arrow_table,
+)
 from deltalog.schema import (
     ArrayType,
     DataType,
@@ -193,6 +198,31 @@ def test_spark_arrow_form_converts_both_ways() -> None:
     assert back.to_pylist() == [{"srid": 4326, "wkb": P12}, None]
     with pytest.raises(errors.InvalidArgumentError, match="SRID 0"):
         from_spark_arrow(spark, GEOMETRY, "g")  # a geometry(4326) column holds SRID 4326 only
+
+
+def test_logical_rows_take_spark_arrow_form_with_its_field_marks() -> None:
+    # What Spark hands a mapInArrow function for geometry(4326) and geography(4326) columns:
+    # struct<srid: int32 not null, wkb: binary not null>, the field marked with its kind and SRID.
+    schema = _schema(
+        PrimitiveType("long"), GEOMETRY, StructType((StructField("inner", GEOGRAPHY),))
+    )
+    rows = pa.table(
+        {
+            "c0": pa.array([1, 2], pa.int64()),
+            "c1": pa.array([P12, None], pa.binary()),
+            "c2": pa.array([{"inner": P22}, None], pa.struct([("inner", pa.binary())])),
+        }
+    )
+    out = to_spark_arrow_table(rows, schema)
+    spark_struct = pa.struct(
+        [pa.field("srid", pa.int32(), False), pa.field("wkb", pa.binary(), False)]
+    )
+    assert out.schema.field("c1").type == spark_struct
+    assert out.schema.field("c1").metadata == {b"geometry": b"true", b"srid": b"4326"}
+    inner = out.schema.field("c2").type.field("inner")
+    assert (inner.type, inner.metadata) == (spark_struct, {b"geography": b"true", b"srid": b"4326"})
+    assert out.column("c1").to_pylist() == [{"srid": 4326, "wkb": P12}, None]
+    assert out.column("c2").to_pylist() == [{"inner": {"srid": 4326, "wkb": P22}}, None]
 
 
 # -- files: the Python writer ------------------------------------------------------------------
