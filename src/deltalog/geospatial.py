@@ -22,7 +22,6 @@ import json
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.schema import (
@@ -82,6 +81,8 @@ def from_spark_arrow(values: pa.Array, t: GeoType, column: str) -> pa.Array:
         InvalidArgumentError: a value whose SRID is not the column's (a ``geometry(4326)``
             column holds SRID 4326 only).
     """
+    import pyarrow.compute as pc  # only with rows: a snapshot load (features) never needs it
+
     srids = values.field("srid")
     wrong = pc.and_kleene(values.is_valid(), pc.not_equal(srids, t.srid))
     if pc.any(wrong).as_py():
@@ -97,6 +98,8 @@ def from_spark_arrow(values: pa.Array, t: GeoType, column: str) -> pa.Array:
 
 def to_spark_arrow(values: pa.Array, t: GeoType) -> pa.StructArray:
     """WKB ``binary`` values in Spark's Arrow form ``struct<srid, wkb>`` (the column's SRID)."""
+    import pyarrow.compute as pc  # only with rows: a snapshot load (features) never needs it
+
     wkb = values.cast(pa.binary()) if values.type != pa.binary() else values
     srid = pa.array([t.srid] * len(wkb), pa.int32())
     filled = pc.fill_null(wkb, b"")
