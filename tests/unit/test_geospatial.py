@@ -323,3 +323,8 @@ def test_spatial_columns_are_not_partition_columns_nor_skipping_keys(tmp_path: P
     # ...but not on g: the first file's g has no null (nullCount 0), the second's is all null.
     assert snapshot.files_for_filter("g IS NULL").num_rows == 2
     assert snapshot.files_for_filter("g IS NOT NULL").num_rows == 2
+    # delta-spark's OptimizeTableCommand: no Z-order by a spatial column.
+    with pytest.raises(errors.InvalidArgumentError) as z:
+        deltalog.optimize(str(root), z_order_by=["g"])
+    assert z.value.error_class == "DELTA_OPERATION_NOT_SUPPORTED_FOR_DATATYPES"
+    assert "geometry(4326)" in str(z.value)
