@@ -7,8 +7,10 @@ GEOGRAPHY(crs, algorithm); pyarrow writes that annotation for a column of the Ge
 extension type ``geoarrow.wkb`` (:class:`WkbType`), whose JSON metadata names the CRS and, for
 a geography, ``"edges": "spherical"``. In deltalog's Arrow tables (the Python reader and writer)
 a geospatial column is plain ``binary`` WKB. Spark's own Arrow form is
-``struct<srid: int32, wkb: binary>`` (what ``toArrow`` and ``mapInArrow`` carry); the Spark
-boundary converts with :func:`from_spark_arrow` and :func:`to_spark_arrow`.
+``struct<srid: int32, wkb: binary>``, the ``wkb`` child marked ``{<kind>: true, srid: <n>}``
+(what ``mapInArrow`` carries, and what Spark's ``ArrowColumnVector`` needs to read the value
+back, from a Python data source too); the Spark boundary converts with
+:func:`from_spark_arrow` and :func:`to_spark_arrow_table`.
 
 Statistics (delta-spark's ``StatisticsCollection``): a geospatial column is a stats leaf with a
 ``nullCount`` and no ``minValues``/``maxValues`` (not a ``SkippingEligibleDataType``), and data
@@ -103,7 +105,10 @@ def to_spark_arrow(values: pa.Array, t: GeoType) -> pa.StructArray:
     wkb = values.cast(pa.binary()) if values.type != pa.binary() else values
     srid = pa.array([t.srid] * len(wkb), pa.int32())
     filled = pc.fill_null(wkb, b"")
-    fields = [pa.field("srid", pa.int32(), False), pa.field("wkb", pa.binary(), False)]
+    # Spark marks the wkb child with the kind and SRID: how its ArrowColumnVector tells a
+    # geometry from a plain struct (it reads the value with getBinary).
+    marks = {t.kind: "true", "srid": str(t.srid)}
+    fields = [pa.field("srid", pa.int32(), False), pa.field("wkb", pa.binary(), False, marks)]
     mask = wkb.is_null() if wkb.null_count else None
     return pa.StructArray.from_arrays([srid, filled], fields=fields, mask=mask)
 
@@ -127,7 +132,7 @@ def to_spark_arrow_table(table: pa.Table, schema: StructType) -> pa.Table:
         chunks = [_to_spark(c, f.type) for c in pieces]
         arrow_type = chunks[0].type
         columns.append(pa.chunked_array(chunks, type=arrow_type))
-        fields.append(_spark_field(name, f.type, arrow_type, table.schema.field(name).nullable))
+        fields.append(pa.field(name, arrow_type, table.schema.field(name).nullable))
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
@@ -140,28 +145,21 @@ def _to_spark(values: pa.Array, t: DataType) -> pa.Array:
     if isinstance(t, StructType):
         children = [_to_spark(values.field(i), f.type) for i, f in enumerate(t.fields)]
         fields = [
-            _spark_field(f.name, f.type, c.type, values.type.field(i).nullable)
+            pa.field(f.name, c.type, values.type.field(i).nullable)
             for i, (f, c) in enumerate(zip(t.fields, children, strict=True))
         ]
         return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
     if isinstance(t, ArrayType):
         items = _to_spark(values.values, t.element_type)
         nullable = values.type.value_field.nullable
-        element = _spark_field("element", t.element_type, items.type, nullable)
+        element = pa.field("element", items.type, nullable)
         return pa.ListArray.from_arrays(values.offsets, items, type=pa.list_(element), mask=mask)
     assert isinstance(t, MapType)
     keys = _to_spark(values.keys, t.key_type)
     items = _to_spark(values.items, t.value_type)
-    item = _spark_field("value", t.value_type, items.type, values.type.item_field.nullable)
-    map_type = pa.map_(_spark_field("key", t.key_type, keys.type, False), item)
+    item = pa.field("value", items.type, values.type.item_field.nullable)
+    map_type = pa.map_(pa.field("key", keys.type, False), item)
     return pa.MapArray.from_arrays(values.offsets, keys, items, type=map_type, mask=mask)
-
-
-def _spark_field(name: str, t: DataType, arrow_type: pa.DataType, nullable: bool) -> pa.Field:
-    """An Arrow field as Spark makes it: a geospatial one marked with its kind and SRID (how
-    Spark's ``ArrowColumnVector`` tells a geometry from a plain struct)."""
-    meta = {t.kind: "true", "srid": str(t.srid)} if isinstance(t, GeoType) else None
-    return pa.field(name, arrow_type, nullable, meta)
 
 
 def check_srids(schema: StructType, table: str | None) -> None:

@@ -202,7 +202,7 @@ def test_spark_arrow_form_converts_both_ways() -> None:
 
 def test_logical_rows_take_spark_arrow_form_with_its_field_marks() -> None:
     # What Spark hands a mapInArrow function for geometry(4326) and geography(4326) columns:
-    # struct<srid: int32 not null, wkb: binary not null>, the field marked with its kind and SRID.
+    # struct<srid: int32 not null, wkb: binary not null>, wkb marked with the kind and SRID.
     schema = _schema(
         PrimitiveType("long"), GEOMETRY, StructType((StructField("inner", GEOGRAPHY),))
     )
@@ -217,10 +217,12 @@ def test_logical_rows_take_spark_arrow_form_with_its_field_marks() -> None:
     spark_struct = pa.struct(
         [pa.field("srid", pa.int32(), False), pa.field("wkb", pa.binary(), False)]
     )
-    assert out.schema.field("c1").type == spark_struct
-    assert out.schema.field("c1").metadata == {b"geometry": b"true", b"srid": b"4326"}
-    inner = out.schema.field("c2").type.field("inner")
-    assert (inner.type, inner.metadata) == (spark_struct, {b"geography": b"true", b"srid": b"4326"})
+    g = out.schema.field("c1").type
+    assert g == spark_struct
+    assert g.field("wkb").metadata == {b"geometry": b"true", b"srid": b"4326"}
+    inner = out.schema.field("c2").type.field("inner").type
+    assert inner == spark_struct
+    assert inner.field("wkb").metadata == {b"geography": b"true", b"srid": b"4326"}
     assert out.column("c1").to_pylist() == [{"srid": 4326, "wkb": P12}, None]
     assert out.column("c2").to_pylist() == [{"inner": {"srid": 4326, "wkb": P22}}, None]
 

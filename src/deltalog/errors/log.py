@@ -158,20 +158,6 @@ def unsupported_reader_features(table: str, features: Iterable[str]) -> Unsuppor
     )
 
 
-def geospatial_python_source_read(table: str) -> UnsupportedFeatureError:
-    # Spark 4.3 checks a Python data source's batches against struct<srid, wkb>, then reads
-    # the column with getBinary, which ArrowColumnVector's struct accessor does not implement
-    # (PythonPartitionReaderFactory -> ColumnarBatchRow.getBinaryView).
-    return UnsupportedFeatureError(
-        "DELTA_GEOSPATIAL_PYTHON_SOURCE_READ",
-        "Spark's Python data sources cannot return geometry or geography columns, and this "
-        "table has some.",
-        table=table,
-        help="read it by its plain path with spark.read.format('delta').load(path) or "
-        "DeltaTable.forPath(...).toDF() (Spark's parquet scan), without a user-specified schema.",
-    )
-
-
 def invalid_argument(message: str, table: str | None = None) -> InvalidArgumentError:
     return InvalidArgumentError("DELTA_INVALID_ARGUMENT", message, table=table)
 

@@ -36,7 +36,6 @@ from deltalog.change_data_feed import (
 from deltalog.delta_log import DeltaLog
 from deltalog.paths import resolve
 from deltalog.schema import (
-    is_geo,
     parse_schema,
     read_schema,
 )
@@ -183,8 +182,6 @@ class DeltaReadSource(DataSource):
 
     def reader(self, schema: Any) -> DataSourceReader:
         self._plan()
-        if is_geo(parse_schema(self._schema_json)):
-            raise errors.geospatial_python_source_read(self._table_root)
         return DeltaReader(
             self._table_root,
             self._schema_json,
