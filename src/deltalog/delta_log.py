@@ -123,3 +123,4 @@ class DeltaLog(SnapshotManagement):
         checkpoint_and_clean(
             self.store, snapshot or self.update(), options, validate=self.write_checksum
         )
+

@@ -217,7 +217,9 @@ def find_column(rows: pa.Table, name: str, table: str) -> pa.ChunkedArray:
             if candidate.lower() == head.lower():
                 struct = rows.column(candidate).combine_chunks()
                 return find_column(pa.Table.from_struct_array(struct), rest, table)
-    raise errors.invalid_argument(f"column {name!r} is not in {rows.column_names}", table=table)
+    raise errors.invalid_argument(
+        f"column {name!r} is not in {rows.column_names}", table=table
+    )
 
 
 _UTC = time_zone("UTC")

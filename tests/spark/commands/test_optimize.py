@@ -186,7 +186,9 @@ def _file_rows(path: str) -> dict[str, list[list[dict[str, Any]]]]:
     return out
 
 
-def test_both_engines_lay_out_a_z_order_identically(spark: Any, delta: str, tmp_path: Path) -> None:
+def test_both_engines_lay_out_a_z_order_identically(
+    spark: Any, delta: str, tmp_path: Path
+) -> None:
     # Two partitions of 200 rows, x distinct (one NULL) and y strings: every row its own
     # Z-value, so the order inside a file is the curve's alone.
     n = 200

@@ -527,7 +527,9 @@ def _replaced_files(plan: WritePlan, adds: Sequence[AddFile]) -> list[RemoveFile
         # exact answer, per file, from the engine's evaluation of the condition.
         files = txn.filter_files(plan.replace_predicate)
         assert txn.snapshot is not None
-        files = files.filter(partition_matches(txn.snapshot, files, plan.replace_predicate))
+        files = files.filter(
+            partition_matches(txn.snapshot, files, plan.replace_predicate)
+        )
         return [remove_action(r, now) for r in files.to_pylist()]
     files = txn.filter_files(None)
     txn.read_whole_table()
