@@ -16,10 +16,12 @@ import numpy as np
 import pyarrow as pa
 
 from deltalog import errors
+from deltalog.geospatial import wkb_type
 from deltalog.partition_values import lookup_partition_value, parse_partition_value
 from deltalog.schema import (
     ArrayType,
     DataType,
+    GeoType,
     MapType,
     PrimitiveType,
     StructField,
@@ -234,6 +236,8 @@ def _physical_type(t: DataType, mode: str) -> pa.DataType:
     if isinstance(t, MapType):
         value = pa.field("value", _physical_type(t.value_type, mode), True)
         return pa.map_(_physical_type(t.key_type, mode), value)
+    if isinstance(t, GeoType):  # parquet's GEOMETRY/GEOGRAPHY annotation, as Spark writes it
+        return wkb_type(t)
     return to_arrow(t)
 
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from deltalog import errors
 from deltalog.actions import Protocol
-from deltalog.schema import ArrayType, DataType, MapType, PrimitiveType, StructType
+from deltalog.geospatial import check_srids
+from deltalog.schema import ArrayType, DataType, MapType, PrimitiveType, StructType, is_geo
 
 # Features implied by legacy protocol versions (no feature lists): name -> (min reader, min writer).
 LEGACY_FEATURES: dict[str, tuple[int, int]] = {
@@ -36,6 +37,10 @@ SUPPORTED_READER_FEATURES = frozenset(
         # Data is read by Spark's parquet reader, which rebuilds shredded variants (Spark >= 4.0).
         "variantShredding",
         "variantShredding-preview",
+        # Geometry/geography columns: WKB in parquet, read by Spark's parquet reader (4.2+) or
+        # pyarrow as binary (deltalog.geospatial).
+        "geospatial",
+        "geospatial-dev",
         # Read from the file system alone: the versions published in _delta_log. See
         # CATALOG_MANAGED_READS; writes are refused (check_write_supported).
         "catalogManaged",
@@ -224,6 +229,9 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         # refuse shredded files rather than lose their shredded fields.
         "variantShredding",
         "variantShredding-preview",
+        # Written as parquet GEOMETRY/GEOGRAPHY WKB columns, nullCount-only statistics.
+        "geospatial",
+        "geospatial-dev",
         "clustering",
         # Defaults are filled in by every writer that lacks a defaulted column's values (Spark
         # evaluates them; the Python writer refuses such data), and commits assigning a
@@ -283,8 +291,9 @@ def protocol_for_table(
     ``delta.feature.<name>`` (``supported``, or the deprecated ``enabled``) are folded into the
     protocol and removed from the returned configuration. Features enabled by metadata (CDF,
     CHECK constraints, NOT NULL/invariants, generated and identity columns, column mapping,
-    deletion vectors, timestamp_ntz/variant columns, in-commit timestamps, v2 checkpoints, type
-    widening, row tracking, Iceberg compatibility, ...) are added with their dependencies.
+    deletion vectors, timestamp_ntz/variant/geometry/geography columns, in-commit timestamps,
+    v2 checkpoints, type widening, row tracking, Iceberg compatibility, ...) are added with
+    their dependencies.
 
     New table (``current`` is None): as the reference's ``Protocol.forNewTable`` with the default
     session: versions default to (1, 2) (or (1, 1) with ``delta.ignoreProtocolDefaults=true``),
@@ -534,6 +543,11 @@ def _metadata_features(
         out.add("timestampNtz")
     if _type_exists(schema, "variant") and "variantType-preview" not in supported:
         out.add("variantType")
+    if is_geo(schema):
+        check_srids(schema, table)
+        # Not the stable feature where the preview one is there (old readers know only that).
+        if "geospatial-dev" not in supported:
+            out.add("geospatial")
     if _true(conf, "delta.enableVariantShredding", table) and (
         "variantShredding-preview" not in supported
     ):

@@ -15,6 +15,11 @@ import pyarrow as pa
 from deltalog import errors
 
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
+# Spark's spatial types as its JSON names them: ``geometry``, ``geometry(<crs>)``,
+# ``geography``, ``geography(<crs>)``, ``geography(<algorithm>)``, ``geography(<crs>, <alg>)``.
+_CRS = r"\w+:-?\w+"
+_GEOMETRY = re.compile(rf"^geometry(?:\(\s*({_CRS})\s*\))?$")
+_GEOGRAPHY = re.compile(rf"^geography(?:\(\s*(?:({_CRS})\s*,\s*(\w+)|({_CRS})|(\w+))\s*\))?$")
 
 PRIMITIVE_NAMES = frozenset(
     {
@@ -146,7 +151,62 @@ class StructType:
         return pa.schema([pa.field(f.name, to_arrow(f.type), f.nullable) for f in self.fields])
 
 
-DataType = PrimitiveType | DecimalType | ArrayType | MapType | StructType
+@dataclass(frozen=True, slots=True)
+class GeoType:
+    """A spatial column (Spark 4.1+ ``GEOMETRY``/``GEOGRAPHY``; the ``geospatial`` table
+    feature): values are WKB, planar (``geometry``) or on the sphere (``geography``), in the
+    coordinate reference system ``crs`` (``OGC:CRS84``, ``EPSG:3857``, ``SRID:0``; Spark's
+    ``SRID:ANY`` is a column of mixed SRIDs, which Delta refuses)."""
+
+    kind: str  # "geometry" or "geography"
+    crs: str = "OGC:CRS84"
+    algorithm: str = "SPHERICAL"  # edge interpolation of a geography (Spark knows SPHERICAL)
+
+    @property
+    def srid(self) -> int:
+        """The SRID Spark gives the CRS (-1: mixed SRIDs, or a CRS it does not know)."""
+        known = _SRIDS.get(self.crs)
+        if known is not None:
+            return known
+        tail = self.crs.rsplit(":", 1)[-1]
+        return int(tail) if tail.lstrip("-").isdigit() else -1
+
+    @property
+    def json_name(self) -> str:
+        """Spark's JSON name: ``geometry(OGC:CRS84)``, ``geography(OGC:CRS84, SPHERICAL)``."""
+        if self.kind == "geometry":
+            return f"geometry({self.crs})"
+        return f"geography({self.crs}, {self.algorithm})"
+
+
+# The CRS Spark 4.3 maps to SRIDs (pyspark.sql.geo_utils); others keep their numeric tail.
+_SRIDS = {"OGC:CRS84": 4326, "EPSG:3857": 3857, "SRID:0": 0, "SRID:ANY": -1}
+MIXED_SRID_CRS = "SRID:ANY"
+
+
+def _geo_type(name: str) -> GeoType | None:
+    if m := _GEOMETRY.match(name):
+        return GeoType("geometry", m.group(1) or "OGC:CRS84")
+    if m := _GEOGRAPHY.match(name):
+        crs = m.group(1) or m.group(3) or "OGC:CRS84"
+        return GeoType("geography", crs, m.group(2) or m.group(4) or "SPHERICAL")
+    return None
+
+
+def is_geo(t: DataType) -> bool:
+    """Whether ``t`` is, or holds at any depth, a geometry or geography."""
+    if isinstance(t, GeoType):
+        return True
+    if isinstance(t, StructType):
+        return any(is_geo(f.type) for f in t.fields)
+    if isinstance(t, ArrayType):
+        return is_geo(t.element_type)
+    if isinstance(t, MapType):
+        return is_geo(t.key_type) or is_geo(t.value_type)
+    return False
+
+
+DataType = PrimitiveType | DecimalType | GeoType | ArrayType | MapType | StructType
 
 
 def parse_schema(schema_string: str) -> StructType:
@@ -170,6 +230,8 @@ def _type_from_json(obj: Any) -> DataType:
             return DecimalType(10, 0)
         if obj in PRIMITIVE_NAMES:
             return PrimitiveType(obj)
+        if (geo := _geo_type(obj)) is not None:
+            return geo
         raise ValueError(f"unknown type {obj!r}")
     kind = obj.get("type")
     if kind == "struct":
@@ -200,6 +262,8 @@ def _type_to_json(t: DataType) -> Any:
         return t.name
     if isinstance(t, DecimalType):
         return f"decimal({t.precision},{t.scale})"
+    if isinstance(t, GeoType):
+        return t.json_name
     if isinstance(t, ArrayType):
         return {
             "type": "array",
@@ -238,6 +302,8 @@ def simple_string(t: DataType, primitive: Callable[[str], str] | None = None) ->
         return t.name if primitive is None else primitive(t.name)
     if isinstance(t, DecimalType):
         return f"decimal({t.precision},{t.scale})"
+    if isinstance(t, GeoType):  # Spark's simpleString: geometry(4326), geography(any)
+        return f"{t.kind}({'any' if t.crs == MIXED_SRID_CRS else t.srid})"
     if isinstance(t, ArrayType):
         return f"array<{simple_string(t.element_type, primitive)}>"
     if isinstance(t, MapType):
@@ -269,9 +335,13 @@ _ARROW_PRIMITIVES: dict[str, pa.DataType] = {
 
 
 def to_arrow(t: DataType) -> pa.DataType:
-    """The Arrow type Spark's Arrow conversion uses for a Delta type."""
+    """The Arrow type Spark's Arrow conversion uses for a Delta type; but geometry and
+    geography values are their WKB bytes, as parquet stores them (Spark's own Arrow form,
+    ``struct<srid, wkb>``, is made at the Spark boundary: :mod:`deltalog.geospatial`)."""
     if isinstance(t, PrimitiveType):
         return _ARROW_PRIMITIVES[t.name]
+    if isinstance(t, GeoType):
+        return pa.binary()
     if isinstance(t, DecimalType):
         return pa.decimal128(t.precision, t.scale)
     if isinstance(t, ArrayType):
@@ -305,7 +375,8 @@ def schema_from_arrow(schema: pa.Schema, table: str | None = None) -> StructType
     (with a zone -> ``timestamp``, without -> ``timestamp_ntz``, any unit), decimal128, (large)
     lists, structs, maps and null (``void``) are accepted; dictionary-encoded columns and the
     string/binary *view* layouts map to their value type. Arrow field metadata is not carried
-    over (Spark's Arrow conversion drops it too).
+    over (Spark's Arrow conversion drops it too). A GeoArrow ``geoarrow.wkb`` column is a
+    ``geometry`` (or ``geography`` with ``"edges": "spherical"``) of its CRS.
 
     Raises:
         DeltaWriteError: ``DELTA_UNSUPPORTED_DATA_TYPE`` naming the column path and the Arrow
@@ -318,6 +389,11 @@ def schema_from_arrow(schema: pa.Schema, table: str | None = None) -> StructType
 
 def _from_arrow(t: pa.DataType, path: str, table: str | None) -> DataType:
     types = pa.types
+    if isinstance(t, pa.BaseExtensionType):
+        geo = _geo_from_extension(t)
+        if geo is None:
+            raise errors.unsupported_data_type(path, str(t), table)
+        return geo
     if types.is_dictionary(t):
         return _from_arrow(t.value_type, path, table)
     if types.is_signed_integer(t):
@@ -362,6 +438,25 @@ def _from_arrow(t: pa.DataType, path: str, table: str | None) -> DataType:
             )
         )
     raise errors.unsupported_data_type(path, str(t), table)
+
+
+def _geo_from_extension(t: pa.BaseExtensionType) -> GeoType | None:
+    """The type of a GeoArrow ``geoarrow.wkb`` column (its JSON metadata: ``crs``, as a string
+    (PROJJSON and other forms are not taken), ``edges``: ``spherical`` for a geography)."""
+    if t.extension_name != "geoarrow.wkb" or not hasattr(t, "__arrow_ext_serialize__"):
+        return None
+    raw = t.__arrow_ext_serialize__()
+    try:
+        meta = json.loads(raw) if raw else {}
+    except ValueError:
+        return None
+    crs = meta.get("crs") or "OGC:CRS84"
+    if not isinstance(crs, str) or not re.fullmatch(_CRS, crs):
+        return None
+    edges = meta.get("edges", "planar")
+    if edges == "planar":
+        return GeoType("geometry", crs)
+    return GeoType("geography", crs, str(edges).upper())
 
 
 # -- walking the type tree -----------------------------------------------------------------------
@@ -418,9 +513,7 @@ def explode(schema: StructType) -> Iterator[tuple[tuple[str, ...], StructField]]
     yield from _explode(schema, ())
 
 
-def _explode(
-    t: DataType, prefix: tuple[str, ...]
-) -> Iterator[tuple[tuple[str, ...], StructField]]:
+def _explode(t: DataType, prefix: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], StructField]]:
     if isinstance(t, StructType):
         for f in t.fields:
             path = (*prefix, f.name)

@@ -36,6 +36,17 @@ def z_ordering_column_does_not_exist(column: str, table: str) -> InvalidArgument
     )
 
 
+def operation_not_supported_for_data_types(
+    operation: str, column: str, type_name: str, table: str
+) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "DELTA_OPERATION_NOT_SUPPORTED_FOR_DATATYPES",
+        f"{operation} is not supported for data types: {column}: {type_name}.",
+        table=table,
+        help=f"leave column {column} out of the {operation} columns.",
+    )
+
+
 def z_ordering_on_column_without_stats(columns: Iterable[str], table: str) -> InvalidArgumentError:
     return InvalidArgumentError(
         "DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS",

@@ -24,6 +24,18 @@ def unsupported_data_type(column: str, type_name: str, table: str | None) -> Del
     )
 
 
+def geospatial_srid_not_supported(
+    column: str, type_name: str, table: str | None
+) -> DeltaWriteError:
+    return DeltaWriteError(
+        "DELTA_GEOSPATIAL_SRID_NOT_SUPPORTED",
+        f"Geospatial type has an unsupported srid: column {column} is {type_name}. Delta "
+        "tables only support non-negative srid values.",
+        table=table,
+        help="give the column one SRID (e.g. geometry(4326)) and cast its values to it.",
+    )
+
+
 def merge_incompatible_datatype(current: str, update: str) -> DeltaWriteError:
     return DeltaWriteError(
         "DELTA_MERGE_INCOMPATIBLE_DATATYPE",

@@ -33,9 +33,11 @@ from deltalog import errors
 from deltalog.actions import AddFile
 from deltalog.data_files import physical_schema
 from deltalog.features import is_feature_supported
+from deltalog.geospatial import from_spark_arrow, is_spark_arrow
 from deltalog.schema import (
     ArrayType,
     DataType,
+    GeoType,
     MapType,
     PrimitiveType,
     StructField,
@@ -639,6 +641,8 @@ def _conform(values: Any, t: DataType, path: tuple[str, ...]) -> Any:
     if isinstance(values, pa.ChunkedArray):
         chunks = [_conform(c, t, path) for c in values.chunks]
         return pa.chunked_array(chunks, type=target)
+    if isinstance(t, GeoType) and is_spark_arrow(values):  # Spark's struct<srid, wkb>
+        return from_spark_arrow(values, t, ".".join(path))
     mask = values.is_null() if values.null_count else None
     if isinstance(t, StructType) and pa.types.is_struct(values.type):
         given = [values.type.field(i) for i in range(values.type.num_fields)]

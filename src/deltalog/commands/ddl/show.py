@@ -17,6 +17,7 @@ from deltalog.schema import (
     ArrayType,
     DataType,
     DecimalType,
+    GeoType,
     MapType,
     StructField,
     StructType,
@@ -58,6 +59,8 @@ def type_sql(t: DataType) -> str:
             for f in t.fields
         )
         return f"STRUCT<{inner}>"
+    if isinstance(t, GeoType):  # Spark's default sql: the simple string upper-cased
+        return simple_string(t).upper()
     return _SQL_NAMES.get(t.name, t.name.upper())
 
 

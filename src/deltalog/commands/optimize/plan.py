@@ -37,6 +37,8 @@ from deltalog.scan.predicate import (
     simple_string,
 )
 from deltalog.scan.row_filter import PartitionMatcher, partition_matches, typed_partitions
+from deltalog.schema import is_geo
+from deltalog.schema import simple_string as type_string
 from deltalog.txn import operations
 from deltalog.write.stats import stats_columns
 
@@ -300,7 +302,9 @@ def validate_z_order_columns(
 
     Raises:
         InvalidArgumentError: a partition column (DELTA_ZORDERING_ON_PARTITION_COLUMN), a column
-            not in the data schema, or columns without statistics (checked last, all named).
+            not in the data schema, a geometry or geography column, nested too
+            (DELTA_OPERATION_NOT_SUPPORTED_FOR_DATATYPES), or columns without statistics
+            (checked last, all named).
     """
     root = snapshot.table_root
     parts = {c.lower() for c in snapshot.partition_columns}
@@ -321,6 +325,11 @@ def validate_z_order_columns(
             raise optimize_errors.z_ordering_on_partition_column(raw, root)
         if name.lower() not in data:
             raise optimize_errors.z_ordering_column_does_not_exist(raw, root)
+        column_type = snapshot.schema.field(data[name.lower()]).type
+        if is_geo(column_type):
+            raise optimize_errors.operation_not_supported_for_data_types(
+                "Z-ORDER", raw, type_string(column_type), root
+            )
         if name.lower() not in with_stats:
             missing_stats.append(raw)
         out.append(data[name.lower()])

@@ -32,6 +32,7 @@ from pyspark.sql import types as T
 from deltalog.actions import DeletionVectorDescriptor
 from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logical
 from deltalog.deletion_vectors import read_deletion_vector
+from deltalog.geospatial import to_spark_arrow_table
 from deltalog.paths import resolve
 from deltalog.scan.file_groups import group_files
 from deltalog.spark.read.common import FILE, ROW, file_keys
@@ -109,9 +110,10 @@ class SeamRead:
         for batch in batches:
             for group_id in batch.column(0).to_pylist():
                 for file in self.groups[group_id]:
-                    yield from read_seam_file(self.layout, file, self.row_ids).to_batches(
-                        _BATCH_ROWS
-                    )
+                    rows = read_seam_file(self.layout, file, self.row_ids)
+                    # mapInArrow takes geospatial values in Spark's Arrow form only.
+                    spark_rows = to_spark_arrow_table(rows, self.layout.schema)
+                    yield from spark_rows.to_batches(_BATCH_ROWS)
 
 
 def read_seam_file(layout: TableLayout, file: SeamFile, row_ids: bool) -> pa.Table:

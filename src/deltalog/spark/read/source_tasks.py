@@ -21,6 +21,7 @@ from deltalog.actions import DeletionVectorDescriptor
 from deltalog.change_data_feed import read_change_file
 from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logical
 from deltalog.deletion_vectors import read_deletion_vector
+from deltalog.geospatial import to_spark_arrow_table
 from deltalog.scan.file_groups import MIN_TASKS, group_files
 from deltalog.schema import StructType, parse_schema
 from deltalog.storage import StorageOptions, is_remote, store_for
@@ -88,11 +89,11 @@ class DeltaReader(DataSourceReader):
         schema = parse_schema(self.schema_json)
         for task in partition.files:
             if isinstance(task, ChangeTask):
-                yield from self._read_change(schema, task).to_batches()
+                rows = self._read_change(schema, task)
             else:
-                yield from read_file(
-                    self.table_root, schema, self.partition_columns, self.mode, task
-                ).to_batches()
+                rows = read_file(self.table_root, schema, self.partition_columns, self.mode, task)
+            # Spark takes geospatial values in its own Arrow form only.
+            yield from to_spark_arrow_table(rows, schema).to_batches()
 
     def _read_change(self, schema: StructType, task: ChangeTask) -> pa.Table:
         layout = TableLayout(self.table_root, schema, tuple(self.partition_columns), self.mode)
