@@ -20,8 +20,12 @@ runs once untimed (JIT, Python workers), then in ``--repeat`` (5) interleaved la
 A B C D E..., each command on a fresh copy made outside the clock; figures are medians, each
 with its ratio to deltalake. Goal: ratio <= 1.0 for each command.
 
+``py CoW`` and ``py DV`` run deltalog's Python API (``deltalog.delete``/``update``/``merge``, no
+Spark; its UPDATE sets a constant, as that API takes Python values).
+
 ``--quick``: 400k rows, 20k source rows, one lap; ``--only merge,update``: some commands;
-``--scale 4``: target and source four times larger (the same 16 files).
+``--scale 4``: target and source four times larger (the same files); ``--files 8``: the target
+in 8 files (issue 32's layout); ``--contenders CoW,py CoW``: some contenders (and deltalake).
 The floors are plain Spark doing each command's data work with no Delta work, reading and
 writing as deltalog does (see ``floors``): ``CoW/floor CoW`` and ``DV/floor DV`` show what the
 Delta work costs on top; ``floor CoW`` and ``floor DV`` against deltalake what Spark alone
