@@ -20,8 +20,12 @@ runs once untimed (JIT, Python workers), then in ``--repeat`` (5) interleaved la
 A B C D E..., each command on a fresh copy made outside the clock; figures are medians, each
 with its ratio to deltalake. Goal: ratio <= 1.0 for each command.
 
+``py CoW`` and ``py DV`` run deltalog's Python API (``deltalog.delete``/``update``/``merge``, no
+Spark; its UPDATE sets a constant, as that API takes Python values).
+
 ``--quick``: 400k rows, 20k source rows, one lap; ``--only merge,update``: some commands;
-``--scale 4``: target and source four times larger (the same 16 files).
+``--scale 4``: target and source four times larger (the same files); ``--files 8``: the target
+in 8 files (issue 32's layout); ``--contenders CoW,py CoW``: some contenders (and deltalake).
 The floors are plain Spark doing each command's data work with no Delta work, reading and
 writing as deltalog does (see ``floors``): ``CoW/floor CoW`` and ``DV/floor DV`` show what the
 Delta work costs on top; ``floor CoW`` and ``floor DV`` against deltalake what Spark alone
@@ -44,7 +48,18 @@ from timing import interleaved  # bench/ is on sys.path when a benchmark runs
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "_data" / "dml"
-FILES = 16
+FILES = 16  # --files
+NAMES = (
+    "CoW",
+    "DV",
+    "py CoW",
+    "py DV",
+    "CoW spark",
+    "DV spark",
+    "deltalake",
+    "floor CoW",
+    "floor DV",
+)
 
 
 def session() -> Any:
@@ -63,15 +78,15 @@ def session() -> Any:
     return spark
 
 
-def build_base(spark: Any, rows: int, dv: bool) -> Path:
-    """The target table, written once by deltalog (16 files)."""
+def build_base(spark: Any, rows: int, dv: bool, files: int = FILES) -> Path:
+    """The target table, written once by deltalog (``files`` files)."""
     from pyspark.sql import functions as F
 
-    base = WORK / ("base-dv" if dv else "base-cow") / str(rows)
+    base = WORK / ("base-dv" if dv else "base-cow") / f"{rows}x{files}"
     if (base / "_delta_log").exists():
         return base
     shutil.rmtree(base, ignore_errors=True)
-    df = spark.range(rows, numPartitions=FILES).select(
+    df = spark.range(rows, numPartitions=files).select(
         F.col("id"),
         (F.hash(F.col("id")) % 1000).cast("long").alias("k"),
         F.rand(3).alias("v"),
@@ -136,6 +151,21 @@ def deltalog_command(
         if kind == "delete":
             return table.delete("k % 10 = 0")
         return table.update("k % 10 = 1", {"v": "v + 1"})
+
+    return run
+
+
+def python_command(kind: str, source: pa.Table) -> Callable[[str], Any]:
+    """deltalog's Python API (no Spark). Its UPDATE sets a constant (``deltalog.update`` takes
+    Python values, not SQL), a little less work than deltalake's ``v + 1``."""
+    import deltalog
+
+    def run(path: str) -> Any:
+        if kind == "merge":
+            return deltalog.merge(path, source, "id")
+        if kind == "delete":
+            return deltalog.delete(path, "k % 10 = 0")
+        return deltalog.update(path, "k % 10 = 1", {"v": 0.5})
 
     return run
 
@@ -254,6 +284,12 @@ def main() -> None:
         "--scale", type=int, default=1, help="target and source this many times larger"
     )
     parser.add_argument("--repeat", type=int, default=5, help="timed laps (medians)")
+    parser.add_argument("--files", type=int, default=FILES, help="files of the target")
+    parser.add_argument(
+        "--contenders",
+        default=",".join(NAMES),
+        help=f"contenders to run, comma-separated (deltalake always): {', '.join(NAMES)}",
+    )
     args = parser.parse_args()
     rows, source_n, repeat = (400_000, 20_000, 1) if args.quick else (4_000_000, 200_000, 0)
     repeat = repeat or args.repeat
@@ -262,27 +298,42 @@ def main() -> None:
 
     spark = session()
     deltalog.register(spark)
-    cow, dv = build_base(spark, rows, False), build_base(spark, rows, True)
+    cow, dv = build_base(spark, rows, False, args.files), build_base(spark, rows, True, args.files)
     source = source_rows(rows, source_n)
     source_df = spark.createDataFrame(source).cache()
     source_df.count()
-    print(f"target {rows:,} rows in {FILES} files; MERGE source {source_n:,} rows (half matching)")
+    print(
+        f"target {rows:,} rows in {args.files} files; MERGE source {source_n:,} rows "
+        "(half matching)"
+    )
     print(f"medians of {repeat} interleaved laps after one warming lap")
-    names = ("CoW", "DV", "CoW spark", "DV spark", "deltalake", "floor CoW", "floor DV")
+    wanted = set(args.contenders.split(",")) | {"deltalake"}
+    names = tuple(n for n in NAMES if n in wanted)
     print(f"{'command':<8}" + "".join(f"{n:>11}" for n in names) + "   ratios to deltalake")
     plain = floors(spark, cow, source_df)
-    bases = {"CoW": cow, "DV": dv, "CoW spark": cow, "DV spark": dv, "deltalake": cow}
+    bases = {
+        "CoW": cow,
+        "DV": dv,
+        "py CoW": cow,
+        "py DV": dv,
+        "CoW spark": cow,
+        "DV spark": dv,
+        "deltalake": cow,
+    }
     for kind in args.only.split(","):
         ours = deltalog_command(spark, kind, source_df)
         on_spark = deltalog_command(spark, kind, source_df, "spark")
-        runs: dict[str, Callable[..., Any]] = {
+        every: dict[str, Callable[..., Any]] = {
             "CoW": ours,
             "DV": ours,
+            "py CoW": python_command(kind, source),
+            "py DV": python_command(kind, source),
             "CoW spark": on_spark,
             "DV spark": on_spark,
             "deltalake": deltalake_command(kind, source),
             **{name: _ignore_path(run) for name, run in plain[kind].items()},
         }
+        runs = {name: every[name] for name in names}
 
         def setup(name: str) -> str | None:
             base = bases.get(name)
@@ -291,11 +342,12 @@ def main() -> None:
         m = interleaved(runs, repeat, setup)
         ratios = "  ".join(f"{n} {m[n] / m['deltalake']:.2f}" for n in names if n != "deltalake")
         print(f"{kind:<8}" + "".join(f"{m[n]:>10.2f}s" for n in names) + f"   {ratios}")
-        print(
-            f"{'':<8} CoW/floor CoW {m['CoW'] / m['floor CoW']:.2f}  "
-            f"DV/floor DV {m['DV'] / m['floor DV']:.2f}",
-            flush=True,
-        )
+        if {"CoW", "DV", "floor CoW", "floor DV"} <= set(names):
+            print(
+                f"{'':<8} CoW/floor CoW {m['CoW'] / m['floor CoW']:.2f}  "
+                f"DV/floor DV {m['DV'] / m['floor DV']:.2f}",
+                flush=True,
+            )
     shutil.rmtree(WORK / "run", ignore_errors=True)
     spark.stop()
 

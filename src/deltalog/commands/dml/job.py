@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -99,6 +99,7 @@ class DmlJob:
         self._local = threading.local()
         self._writers: list[tuple[DataFileWriter, bool]] = []  # (writer, is change data)
         self._vectors: DeletionVectorWriter | None = None
+        self._prefetched: dict[tuple[str, str, tuple[str, ...] | None], Future[Any]] = {}
 
     @classmethod
     def at(cls, path: str, operation: operations.Operation) -> DmlJob:
@@ -174,11 +175,48 @@ class DmlJob:
 
     # -- reading -----------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def prefetching(self, files: pa.Table, columns: Sequence[str] | None = None) -> Iterator[None]:
+        """Read ``files`` (rows of the snapshot's ``all_files_arrow()``) on threads while the
+        block runs (the caller waits there for something else: a Spark source collected), for
+        :meth:`read` of the same file and ``columns`` to take, in or after the block; reads
+        nothing takes are dropped at its end. Reading here records nothing in the read set:
+        the command still asks the transaction for the files it reads."""
+        pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="deltalog-prefetch")
+        wanted = tuple(columns) if columns is not None else None
+        try:
+            with self._lock:
+                for row in files.to_pylist():
+                    key = _file_key(row, wanted)
+                    self._prefetched[key] = pool.submit(self._read_now, row, columns)
+            yield
+        finally:
+            self.drop_prefetched()
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def drop_prefetched(self) -> None:
+        """Forget the files :meth:`prefetching` read that no :meth:`read` took."""
+        with self._lock:
+            dropped, self._prefetched = self._prefetched, {}
+        for future in dropped.values():
+            future.cancel()
+
     def read(
         self, row: Mapping[str, Any], columns: Sequence[str] | None = None
     ) -> tuple[pa.Table, np.ndarray]:
         """A live file's logical rows (deleted rows dropped) and their physical row indexes;
         only ``columns`` (logical names, the table's spelling) when given. Thread-safe."""
+        key = _file_key(row, tuple(columns) if columns is not None else None)
+        with self._lock:
+            future = self._prefetched.pop(key, None)
+        if future is not None and not future.cancelled():
+            rows: tuple[pa.Table, np.ndarray] = future.result()
+            return rows
+        return self._read_now(row, columns)
+
+    def _read_now(
+        self, row: Mapping[str, Any], columns: Sequence[str] | None
+    ) -> tuple[pa.Table, np.ndarray]:
         started = time.monotonic()
         layout = self.layout
         schema = layout.schema
@@ -330,11 +368,15 @@ class DmlJob:
     def finish(self) -> list[Action]:
         """Close every file written: the actions to commit."""
         cdc = []
-        for writer, change_data in self._writers:
+        # Each writer writes its last buffered rows: on threads (parquet encodes without the
+        # GIL), the adds then taken in the writers' order.
+        with ThreadPoolExecutor(_THREADS, thread_name_prefix="deltalog-dml") as pool:
+            finished = list(pool.map(lambda w: w[0].finish(), self._writers))
+        for (_, change_data), adds in zip(self._writers, finished, strict=True):
             if change_data:
-                cdc.extend(writer.finish())
+                cdc.extend(adds)
             else:
-                self.changes.adds.extend(writer.finish())
+                self.changes.adds.extend(adds)
         if cdc:
             self.changes.cdc = as_change_files(cdc)
         if self._vectors is not None:
@@ -352,6 +394,13 @@ class DmlJob:
 
     def commit(self, actions: list[Action], metrics: Mapping[str, int]) -> int | None:
         return self.txn.commit_if_needed(actions, self.operation.with_metrics(metrics))
+
+
+def _file_key(
+    row: Mapping[str, Any], columns: tuple[str, ...] | None
+) -> tuple[str, str, tuple[str, ...] | None]:
+    """A live file's rows, as read: its path, its deletion vector, the columns read."""
+    return str(row["path"]), repr(row.get("deletionVector")), columns
 
 
 def elapsed_ms_since(since: float) -> int:

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.actions import Action
-from deltalog.commands.dml.file_changes import group_row_indexes
+from deltalog.commands.dml.file_changes import row_indexes_by_number
 from deltalog.commands.dml.job import DmlJob, elapsed_ms_since
 from deltalog.commands.write.identity import identity_columns
 from deltalog.scan.predicate import And, Comparison, Literal, Predicate
@@ -40,7 +40,7 @@ from deltalog.txn import operations
 from deltalog.txn.operations import MergePredicate
 from deltalog.write.file_writer import conform_table
 
-FILE, ROW, TARGET, SOURCE = "__deltalog_file", "__deltalog_row", "__deltalog_t", "__deltalog_s"
+ROW, TARGET, SOURCE = "__deltalog_row", "__deltalog_t", "__deltalog_s"
 KEEP, UPDATE, DELETE = 0, 1, 2
 CLAUSES = {
     "when_matched": (None, "update", "delete"),
@@ -131,6 +131,18 @@ def merge_rows(
     actions = job.finish()
     job.check_written(command.written)
     return actions, command.metrics()
+
+
+def target_columns(job: DmlJob, keys: Sequence[str]) -> list[str] | None:
+    """The target columns a MERGE on ``keys`` (the table's spelling) reads; ``None``: all.
+
+    The target's old values are needed to rewrite its files (copy-on-write), for change data
+    and for row ids; otherwise (deletion vectors: updated rows come whole from the source) its
+    keys find every row acted on."""
+    settings = job.settings
+    if not settings.deletion_vectors or settings.change_data_feed or job.tracking is not None:
+        return None
+    return list(keys)
 
 
 def _as_table(source: Any, table: str) -> pa.Table:
@@ -273,28 +285,31 @@ class _Merge:
 
     # -- the target ----------------------------------------------------------------------------
 
-    def _target(self, files: pa.Table) -> tuple[pa.Table, list[dict[str, Any]]]:
-        """Every live row of ``files`` with its file's position (FILE), physical row index
-        (ROW) and position in the result (TARGET)."""
-        parts = []
+    def _target(
+        self, files: pa.Table, columns: Sequence[str] | None, *, row_indexes: bool
+    ) -> tuple[pa.Table, np.ndarray, list[dict[str, Any]]]:
+        """Every live row of ``files`` (only ``columns`` when given), file after file, with its
+        position in the result (TARGET) and, with ``row_indexes``, its physical row index
+        (ROW); and where each file's rows end in the result."""
         rows_of_files = files.to_pylist()
-        numbered = [dict(row, **{FILE: i}) for i, row in enumerate(rows_of_files)]
 
         def read(row: Mapping[str, Any]) -> pa.Table:
-            rows, index = self.job.read(row)
-            position = np.full(rows.num_rows, row[FILE], dtype=np.int64)
-            rows = rows.append_column(FILE, pa.array(position))
-            return rows.append_column(ROW, pa.array(index, pa.uint64()))
+            rows, index = self.job.read(row, columns)
+            return rows.append_column(ROW, pa.array(index, pa.uint64())) if row_indexes else rows
 
-        parts = list(self.job.over_files(numbered, read))
+        parts = list(self.job.over_files(rows_of_files, read))
+        self.job.drop_prefetched()  # files read ahead that the key range skips
         if parts:
             target = pa.concat_tables(parts)
         else:
-            empty = self.job.empty_rows()
-            target = empty.append_column(FILE, pa.array([], pa.int64()))
-            target = target.append_column(ROW, pa.array([], pa.uint64()))
+            target = self.job.empty_rows()
+            if columns is not None:
+                target = target.select(list(columns))
+            if row_indexes:
+                target = target.append_column(ROW, pa.array([], pa.uint64()))
+        ends = np.cumsum([part.num_rows for part in parts], dtype=np.int64)
         positions = pa.array(np.arange(target.num_rows, dtype=np.int64))
-        return target.append_column(TARGET, positions), rows_of_files
+        return target.append_column(TARGET, positions), ends, rows_of_files
 
     def _pairs(self, target: pa.Table, source: pa.Table) -> tuple[np.ndarray, np.ndarray]:
         """(target position, source index) of every matching pair (NULL keys never match)."""
@@ -325,16 +340,21 @@ class _Merge:
         else:
             files = job.txn.filter_files(key_range)
         insert_only = self.matched is None and self.by_source is None
-        target, file_rows = self._target(files)
+        settings = job.settings
+        columns = target_columns(job, self.keys)
+        whole = columns is None
+        dv = settings.deletion_vectors
+        target, ends, file_rows = self._target(files, columns, row_indexes=dv)
         target_at, source_at = self._pairs(target, source)
         data_names = self.schema.names
         if insert_only:
             self._insert(source, source_at, data_names)
             return
-        if self.matched != "delete" and len(np.unique(target_at)) != len(target_at):
-            raise errors.multiple_source_rows_matched(job.root)
         matched = np.zeros(target.num_rows, dtype=bool)
         matched[target_at] = True
+        # A target row in two pairs: two source rows match it (only DELETE may).
+        if self.matched != "delete" and np.count_nonzero(matched) != len(target_at):
+            raise errors.multiple_source_rows_matched(job.root)
         action = np.full(target.num_rows, KEEP, dtype=np.int8)
         if self.matched is not None:
             action[matched] = UPDATE if self.matched == "update" else DELETE
@@ -344,58 +364,64 @@ class _Merge:
         if not acted.any():
             self._insert(source, source_at, data_names)
             return
-        file_of = target.column(FILE).to_numpy()
-        self.updated = int(np.count_nonzero(action == UPDATE))
-        self.matched_deleted = int(np.count_nonzero((action == DELETE) & matched))
-        self.by_source_deleted = int(np.count_nonzero((action == DELETE) & ~matched))
-        data = target.select([*data_names, *job.carried(target)])  # + row ids, if tracked
+        acted_at = np.flatnonzero(acted)
+        acted_files = np.searchsorted(ends, acted_at, side="right")  # each one's file
+        updating = action == UPDATE
+        deleting = action == DELETE
+        self.updated = int(np.count_nonzero(updating))
+        self.matched_deleted = int(np.count_nonzero(deleting & matched))
+        self.by_source_deleted = int(np.count_nonzero(deleting)) - self.matched_deleted
         source_of = np.full(target.num_rows, -1, dtype=np.int64)
         source_of[target_at] = source_at
-        updating = action == UPDATE
-        old = data.filter(pa.array(updating))
         new = (
             source.select(data_names).take(pa.array(source_of[updating]))
             if self.updated
             else job.empty_rows()
         )
-        new = job.updated(new, old)  # updated rows keep their row ids
+        data = target.select([*data_names, *job.carried(target)]) if whole else None
+        old = data.filter(pa.array(updating)) if data is not None else None
+        if old is not None:
+            new = job.updated(new, old)  # updated rows keep their row ids
         inserts = self._unmatched(source, source_at, data_names)
         self.inserted = inserts.num_rows
-        touched = np.unique(file_of[acted])
-        if job.settings.deletion_vectors:
-            by_file = group_row_indexes(
-                pa.array(file_of[acted].astype(str)), target.column(ROW).filter(pa.array(acted))
-            )
+        touched = np.flatnonzero(np.bincount(acted_files, minlength=len(file_rows)))
+        if dv:
+            rows = target.column(ROW).to_numpy()[acted_at]
+            numbers = [str(i) for i in range(len(file_rows))]
+            by_file = row_indexes_by_number(acted_files, rows, numbers)
             for i in touched:
                 job.mark_deleted(file_rows[i], by_file[str(i)])
             job.write(new)
             job.write(inserts)
         else:
-            self.copied = self._rewrite(data, file_of, acted, touched, [new, inserts])
+            assert data is not None
+            self.copied = self._rewrite(data, ends, acted, touched, [new, inserts])
             for i in touched:
                 job.remove(file_rows[i])
         self.written = self.copied + self.updated + self.inserted
-        job.write_changes(old, "update_preimage")
-        job.write_changes(new, "update_postimage")
-        job.write_changes(data.filter(pa.array(action == DELETE)), "delete")
-        job.write_changes(inserts, "insert")
+        if settings.change_data_feed:
+            assert data is not None and old is not None
+            job.write_changes(old, "update_preimage")
+            job.write_changes(new, "update_postimage")
+            job.write_changes(data.filter(pa.array(deleting)), "delete")
+            job.write_changes(inserts, "insert")
 
     def _rewrite(
         self,
         data: pa.Table,
-        file_of: np.ndarray,
+        ends: np.ndarray,
         acted: np.ndarray,
         touched: np.ndarray,
         written: list[pa.Table],
     ) -> int:
         """Copy-on-write: the unchanged rows of the touched files and the ``written`` rows
-        (updated, inserted), written on threads a file at a time (a file's rows are one
-        slice of ``data``: the target is read file by file). Returns the rows copied."""
-        starts = np.searchsorted(file_of, touched, side="left")
-        ends = np.searchsorted(file_of, touched, side="right")
+        (updated, inserted), written on threads a file at a time (file ``i``'s rows are the
+        slice of ``data`` ending at ``ends[i]``: the target is read file by file). Returns
+        the rows copied."""
+        starts = np.concatenate([[0], ends[:-1]])
         pieces: list[tuple[pa.Table, np.ndarray | None]] = [
             (data.slice(start, end - start), ~acted[start:end])
-            for start, end in zip(starts.tolist(), ends.tolist(), strict=True)
+            for start, end in zip(starts[touched].tolist(), ends[touched].tolist(), strict=True)
         ]
         pieces += [(rows, None) for rows in written if rows.num_rows]
 

@@ -8,11 +8,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import pyarrow as pa
+
 from deltalog import errors
 from deltalog.spark import captured
 from deltalog.spark.api import arguments
 from deltalog.spark.commands.merge import MergeCommand
 from deltalog.spark.commands.merge_clauses import BY_SOURCE, MATCHED, NOT_MATCHED, MergeClause
+from deltalog.spark.session import arrow_to_df
+
+# delta-spark's metrics DataFrame of ``execute()``: these long columns, in this order.
+_COUNTS = ("num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows")
 
 
 @dataclass(frozen=True)
@@ -79,15 +85,13 @@ class DeltaMergeBuilder:
             DeltaConcurrentModificationException: a concurrent commit conflicts.
         """
         spark = self._table._spark
-        counts = MergeCommand(self, spark).run()
-        schema = (
-            "num_affected_rows long, num_updated_rows long, num_deleted_rows long, "
-            "num_inserted_rows long"
-        )
-        updated, deleted, inserted = counts
-        return spark.createDataFrame(
-            [(updated + deleted + inserted, updated, deleted, inserted)], schema
-        )
+        updated, deleted, inserted = MergeCommand(self, spark).run()
+        counts = (updated + deleted + inserted, updated, deleted, inserted)
+        # From Arrow: a local relation, collected without a job (a list of tuples becomes an
+        # RDD on classic sessions: ~0.15 s to create and collect, against ~0.03 s).
+        columns = zip(_COUNTS, counts, strict=True)
+        row = pa.table({name: pa.array([n], pa.int64()) for name, n in columns})
+        return arrow_to_df(spark, row)
 
 
 def _required(value: Mapping[str, Any] | None, name: str, condition: Any) -> Mapping[str, Any]:

@@ -83,6 +83,14 @@ def schema_frame(spark: SparkSession, snapshot: Snapshot) -> Any:
     return empty_frame(spark, to_spark_schema(snapshot.schema))
 
 
+def _condition_text(spark: SparkSession, snapshot: Snapshot, condition: Any) -> str:
+    """The condition's SQL for ``commitInfo``: SQL text as given; a Column's as Spark resolves
+    it against the table (the frame only made for one: a few py4j round trips)."""
+    if isinstance(condition, str):
+        return condition
+    return condition_sql(condition, schema_frame(spark, snapshot))
+
+
 def _whole_files(spark: SparkSession, snapshot: Snapshot, condition: Any, operation: str) -> bool:
     """Whether ``condition`` selects whole files (deterministic, on partition columns only);
     Spark's refusals of it are raised here, before any work."""
@@ -221,7 +229,7 @@ def delete_actions(
     settings = DmlSettings.for_snapshot(snapshot)
     predicate = pruning_predicate(condition)
     operation = operations.delete(
-        [] if condition is None else [condition_sql(condition, schema_frame(spark, snapshot))]
+        [] if condition is None else [_condition_text(spark, snapshot, condition)]
     )
     whole = condition is None or _whole_files(spark, snapshot, condition, operation_name)
     files = txn.filter_files(predicate)
@@ -324,7 +332,7 @@ def update(
     targets = resolve_assignments(snapshot, assignments, "UPDATE")
     predicate = pruning_predicate(condition)
     operation = operations.update(
-        None if condition is None else condition_sql(condition, schema_frame(spark, snapshot))
+        None if condition is None else _condition_text(spark, snapshot, condition)
     )
 
     if condition is not None:

@@ -153,7 +153,14 @@ class MergeCommand:
             self.root,
         )
         self.acts.check_assignment_keys()
-        frame = self._condition_frame()
+        # Only a Column condition needs the frame it resolves against (analysing it costs a few
+        # py4j round trips); SQL text is recorded as given.
+        conditions = [self.builder._condition, *(c.condition for c in self.clauses)]
+        frame = (
+            self._condition_frame()
+            if any(c is not None and not isinstance(c, str) for c in conditions)
+            else None
+        )
         self.operation = operations.merge(
             condition_sql(self.builder._condition, frame),
             [c.describe(frame) for c in self.clauses if c.kind == MATCHED],
