@@ -186,13 +186,14 @@ def test_unsupported_reader_features_are_named(copy_table: Any) -> None:
     commit = root / "_delta_log" / commit_name(2)
     commit.write_text(
         '{"protocol":{"minReaderVersion":3,"minWriterVersion":7,'
-        '"readerFeatures":["vacuumProtocolCheck","geospatial","madeUpFeature"],'
-        '"writerFeatures":["vacuumProtocolCheck","geospatial","madeUpFeature"]}}\n'
+        '"readerFeatures":["vacuumProtocolCheck","zzFeature","geospatial","madeUpFeature"],'
+        '"writerFeatures":["vacuumProtocolCheck","zzFeature","geospatial","madeUpFeature"]}}\n'
     )
     with pytest.raises(errors.UnsupportedFeatureError) as info:
         DeltaLog(str(root)).update()
-    assert info.value.features == ("geospatial", "madeUpFeature")
-    assert "geospatial, madeUpFeature" in str(info.value)
+    # every unknown one, sorted; the supported ones (geospatial) are not named
+    assert info.value.features == ("madeUpFeature", "zzFeature")
+    assert "madeUpFeature, zzFeature" in str(info.value)
 
 
 # -- time travel (mtimes set explicitly: git does not keep them) ------------------------------
