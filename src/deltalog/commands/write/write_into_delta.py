@@ -279,7 +279,7 @@ def commit_write(
     if plan.skip:
         return None
     txn, options = plan.txn, plan.options
-    if replaced_rows is None and _replaces_by_source(plan):
+    if replaced_rows is None and replaces_by_source(plan):
         raise errors.UnsupportedFeatureError(
             "DELTA_UNSUPPORTED_REPLACE_ON_OR_USING",
             "replaceOn/replaceUsing overwrites need the Spark layer, which joins the table "
@@ -498,7 +498,7 @@ def _check_overwrite_allowed(txn: Transaction) -> None:
         )
 
 
-def _replaces_by_source(plan: WritePlan) -> bool:
+def replaces_by_source(plan: WritePlan) -> bool:
     """Whether the write overwrites an existing table's rows by ``replaceOn``/``replaceUsing``."""
     options = plan.options
     by_source = options.replace_on is not None or options.replace_using is not None
