@@ -54,8 +54,11 @@ def write(
     dynamic_partition_overwrite: bool = False,
     can_overwrite_schema: bool = False,
     can_merge_schema: bool = False,
+    replace_on: str | None = None,
+    replace_using: Sequence[str] | None = None,
 ) -> Operation:
-    """``WRITE``: a batch write; optional parameters appear only when set, as in the reference."""
+    """``WRITE``: a batch write; optional parameters appear only when set, as in the reference
+    (``replaceUsingCols`` as ``"(a, b)"``)."""
     params: dict[str, Any] = {
         "mode": WRITE_MODES.get(mode.lower(), mode),
         "partitionBy": list(partition_by),
@@ -68,6 +71,10 @@ def write(
         params["canOverwriteSchema"] = True
     if can_merge_schema:
         params["canMergeSchema"] = True
+    if replace_on is not None:
+        params["replaceOnCond"] = replace_on
+    if replace_using is not None:
+        params["replaceUsingCols"] = f"({', '.join(replace_using)})"
     return Operation("WRITE", params)
 
 

@@ -96,6 +96,8 @@ def test_append_overwrite_and_options(spark: Any, source: str, tmp_path: Path) -
     ]
     with pytest.raises(Exception, match=r"DELTA_SOURCE_UNSUPPORTED_OPTION.*replaceWhere"):
         write(c, "overwrite", replaceWhere="id > 3")  # a rewrite of rows, not partitions
+    with pytest.raises(Exception, match=r"DELTA_SOURCE_UNSUPPORTED_OPTION.*replaceOn"):
+        write(c, "overwrite", replaceUsing="id")  # a join of the table with the data
     with pytest.raises(Exception, match=r"DELTA_ILLEGAL_OPTION.*txnVersion"):
         write(d, "append", txnAppId="app", txnVersion="two")
     write(d, "overwrite")  # an overwrite with no rows empties the table

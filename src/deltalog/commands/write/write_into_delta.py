@@ -90,6 +90,11 @@ class WriteOptions:
         mode: ``append``, ``overwrite``, ``errorifexists`` (``error``/``default``), ``ignore``.
         partition_by: partition columns for a new table (``None``: keep the table's).
         replace_where: with overwrite, replace only the rows matching this SQL condition.
+        replace_on: with overwrite, replace the rows some written row meets this SQL condition
+            with (delta-spark 4.3's ``replaceOn``; the Spark layer runs it).
+        replace_using: with overwrite, replace the rows equal to some written row on these
+            columns (``replaceUsing``; NULL keys never match).
+        target_alias: the table's alias in ``replace_on`` (``targetAlias``).
         dynamic_partition_overwrite: with overwrite, replace only the partitions written.
         merge_schema: add new columns to the table schema.
         overwrite_schema: with overwrite, replace the schema and partitioning.
@@ -108,6 +113,9 @@ class WriteOptions:
     mode: str = "errorifexists"
     partition_by: tuple[str, ...] | None = None
     replace_where: str | None = None
+    replace_on: str | None = None
+    replace_using: tuple[str, ...] | None = None
+    target_alias: str | None = None
     dynamic_partition_overwrite: bool = False
     merge_schema: bool = False
     overwrite_schema: bool = False
@@ -205,6 +213,8 @@ def prepare_write(
         dynamic_partition_overwrite=_is_dynamic(txn, options),
         can_overwrite_schema=options.overwrite_schema and mode == "overwrite",
         can_merge_schema=options.merge_schema,
+        replace_on=options.replace_on if mode == "overwrite" else None,
+        replace_using=options.replace_using if mode == "overwrite" else None,
     )
     return WritePlan(txn, options, layout, skip, replace_predicate, operation, snapshot is None)
 
@@ -269,6 +279,14 @@ def commit_write(
     if plan.skip:
         return None
     txn, options = plan.txn, plan.options
+    if replaced_rows is None and replaces_by_source(plan):
+        raise errors.UnsupportedFeatureError(
+            "DELTA_UNSUPPORTED_REPLACE_ON_OR_USING",
+            "replaceOn/replaceUsing overwrites need the Spark layer, which joins the table "
+            "with the written rows; this writer cannot.",
+            table=plan.layout.table_root,
+            help="write through df.write.format('delta'), or use replaceWhere.",
+        )
     rewritten: list[Action] = []  # the caller's replacement: files re-added, change files
     if replaced_rows is not None:
         removes = [*removes, *(a for a in replaced_rows if isinstance(a, RemoveFile))]
@@ -297,6 +315,8 @@ def commit_write(
         )
     metrics = _metrics(adds, replaced, plan.operation)
     metrics.update(extra_metrics or {})
+    if replaced_rows is not None:
+        _count_rewritten(metrics, [a for a in rewritten if isinstance(a, AddFile)])
     operation = plan.operation.with_metrics(metrics)
     if plan.new_table or txn.new_metadata is not None:
         return txn.commit(actions, operation)
@@ -337,6 +357,7 @@ def _check_options(table: str, options: WriteOptions) -> None:
             f"txnVersion must be a non-negative integer, not {options.txn_version}.",
             table=table,
         )
+    _check_replace_on_or_using(table, options)
     if options.replace_where is not None and options.dynamic_partition_overwrite:
         raise errors.InvalidArgumentError(
             "DELTA_REPLACE_WHERE_WITH_DYNAMIC_PARTITION_OVERWRITE",
@@ -477,6 +498,45 @@ def _check_overwrite_allowed(txn: Transaction) -> None:
         )
 
 
+def replaces_by_source(plan: WritePlan) -> bool:
+    """Whether the write overwrites an existing table's rows by ``replaceOn``/``replaceUsing``."""
+    options = plan.options
+    by_source = options.replace_on is not None or options.replace_using is not None
+    return by_source and options.normalized_mode == "overwrite" and not plan.new_table
+
+
+def _check_replace_on_or_using(table: str, options: WriteOptions) -> None:
+    """``replaceOn``/``replaceUsing`` refuse the options they contradict, as the reference's
+    ``validateReplaceOnOrUsingOptionCombinations`` does (``partitionOverwriteMode`` is checked
+    where options are parsed: only an explicit option is refused)."""
+    if options.replace_on is None and options.replace_using is None:
+        return
+    if options.replace_on is not None and options.replace_using is not None:
+        raise _incompatible_options("replaceOn", "replaceUsing", table)
+    name = "replaceOn" if options.replace_on is not None else "replaceUsing"
+    if options.replace_where is not None:
+        raise errors.InvalidArgumentError(
+            "DELTA_OVERWRITE_BY_FILTER_INCOMPATIBLE_REPLACE_ON_OR_USING",
+            "Overwrite by filter (replaceWhere) is incompatible with the replaceOn/replaceUsing "
+            "option.",
+            table=table,
+            help=f"give either replaceWhere or {name}.",
+        )
+    if options.overwrite_schema and options.mode.lower() == "overwrite":
+        raise _incompatible_options("overwriteSchema", name, table)
+    if not options.data_change:
+        raise _incompatible_options("dataChange", name, table)
+
+
+def _incompatible_options(first: str, second: str, table: str) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(
+        "DELTA_INCOMPATIBLE_DATAFRAME_OPTIONS",
+        f"The `{first}` option cannot be used with the `{second}` option for Delta tables.",
+        table=table,
+        help=f"drop one of `{first}` and `{second}`.",
+    )
+
+
 def _parse_replace_where(table: str, options: WriteOptions) -> Predicate | None:
     if options.replace_where is None:
         return None
@@ -568,9 +628,7 @@ def _replaced_files(plan: WritePlan, adds: Sequence[AddFile]) -> list[RemoveFile
         # exact answer, per file, from the engine's evaluation of the condition.
         files = txn.filter_files(plan.replace_predicate)
         assert txn.snapshot is not None
-        files = files.filter(
-            partition_matches(txn.snapshot, files, plan.replace_predicate)
-        )
+        files = files.filter(partition_matches(txn.snapshot, files, plan.replace_predicate))
         return [remove_action(r, now) for r in files.to_pylist()]
     files = txn.filter_files(None)
     txn.read_whole_table()
@@ -618,6 +676,27 @@ def _num_records(add: AddFile) -> int | None:
         return None
     value = json.loads(add.stats).get("numRecords")
     return None if value is None else int(value)
+
+
+def _logical_records(add: AddFile) -> int | None:
+    """The file's rows its deletion vector leaves (``None`` without statistics)."""
+    n = _num_records(add)
+    if n is None or add.deletion_vector is None:
+        return n
+    return n - add.deletion_vector.cardinality
+
+
+def _count_rewritten(metrics: dict[str, int], rewritten: Sequence[AddFile]) -> None:
+    """An insert-replace's files written by its removal (rows copied, files with new deletion
+    vectors) count as written files and rows, as the reference's
+    ``registerInsertReplaceMetrics`` counts them; ``numCopiedRows`` is their rows."""
+    copied = [_logical_records(a) for a in rewritten]
+    metrics["numFiles"] = metrics.get("numFiles", 0) + len(rewritten)
+    metrics["numOutputBytes"] = metrics.get("numOutputBytes", 0) + sum(a.size for a in rewritten)
+    if all(n is not None for n in copied):
+        rows = sum(n or 0 for n in copied)
+        metrics["numOutputRows"] = metrics.get("numOutputRows", 0) + rows
+        metrics["numCopiedRows"] = rows
 
 
 def _metrics(

@@ -21,7 +21,7 @@ A row is deleted or updated where the condition is TRUE; NULL keeps it as it is.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -130,11 +130,42 @@ class Touched:
     rows: int  # matching rows
 
 
+@dataclass(frozen=True, slots=True)
+class SourceMatch:
+    """The target rows some source row meets a join condition with: ``EXISTS (SELECT 1 FROM
+    source WHERE on)`` (``replaceOn``/``replaceUsing``), run by Spark as a semi-join (an
+    anti-join for the rows kept); a NULL condition is no match.
+
+    Attributes:
+        source: the source DataFrame (its own alias, if any, qualifies its columns).
+        on: the join condition, given the target frame (aliased ``alias`` when set).
+        alias: the target's alias in the condition, or ``None``.
+    """
+
+    source: Any
+    on: Callable[[Any], Any]
+    alias: str | None = None
+
+    def rows(self, target: Any, *, matching: bool = True) -> Any:
+        """``target``'s rows some source row matches (``matching``), or those none does."""
+        aliased = target.alias(self.alias) if self.alias else target
+        how = "left_semi" if matching else "left_anti"
+        return aliased.join(self.source, self.on(aliased), how)
+
+
+def _where(df: Any, hit: Any, *, matching: bool = True) -> Any:
+    """``df``'s rows ``hit`` (a Column or a :class:`SourceMatch`) holds for, or the others."""
+    if isinstance(hit, SourceMatch):
+        return hit.rows(df, matching=matching)
+    return df.where(hit if matching else ~hit)
+
+
 def find_touched(spark: SparkSession, txn: Transaction, files: pa.Table, hit: Any) -> Touched:
-    """Scan ``files`` and keep those with a row where ``hit`` holds (copy-on-write): one
-    count per file reaches the driver."""
+    """Scan ``files`` and keep those with a row where ``hit`` (a Column or a
+    :class:`SourceMatch`) holds (copy-on-write): one count per file reaches the driver."""
     snapshot = _snapshot(txn)
-    matches = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True).where(hit)
+    scan = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True)
+    matches = _where(scan, hit)
     keys = file_keys(snapshot, files)
     counts = to_arrow(matches.groupBy(FILE).agg(F.count(F.lit(1)).alias("n")))
     count = int(pc.sum(counts.column("n")).as_py() or 0)
@@ -149,7 +180,10 @@ def mark_matching(spark: SparkSession, txn: Transaction, files: pa.Table, hit: A
     vector files are written, not committed."""
     snapshot = _snapshot(txn)
     scan = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True, whole=True)
-    matches = read_task(scan.where(hit).select(FILE, ROW, WHOLE))
+    if isinstance(hit, SourceMatch):  # a join moves rows between tasks: marked after a shuffle
+        matches = hit.rows(scan).select(FILE, ROW)
+    else:
+        matches = read_task(scan.where(hit).select(FILE, ROW, WHOLE))
     keys = file_keys(snapshot, files)
     return mark_rows(
         spark,
@@ -226,7 +260,6 @@ def delete_actions(
     """
     began = time.monotonic()
     snapshot = _snapshot(txn)
-    settings = DmlSettings.for_snapshot(snapshot)
     predicate = pruning_predicate(condition)
     operation = operations.delete(
         [] if condition is None else [_condition_text(spark, snapshot, condition)]
@@ -256,21 +289,66 @@ def delete_actions(
         # ``filter(condition)``): Spark then simplifies it as it simplifies a read's filter, so
         # what raises (ANSI) and what does not is the same. Rewrites keep ``NOT (c <=> true)``.
         found = condition_column(condition)
-        hit = is_true(found)
+        deleted, copied, scan_ms, rewrite_ms = _delete_found(
+            spark, txn, operation, files, (found, is_true(found)), changes
+        )
+    return _delete_result(changes, operation, began, deleted, copied, scan_ms, rewrite_ms)
+
+
+def delete_matching_actions(
+    spark: SparkSession, txn: Transaction, match: SourceMatch, operation: operations.Operation
+) -> tuple[list[Action], operations.Operation]:
+    """:func:`delete_actions` for the rows ``match`` finds (a join with a source, never
+    whole files, always on Spark): the rewritten (or deletion-vector) and change files and the
+    actions, with ``operation`` (the DELETE's metrics added) to commit in ``txn``. Every file
+    is read: the read set is the whole table."""
+    began = time.monotonic()
+    files = txn.filter_files(None)
+    changes = FileChanges()
+    deleted, copied, scan_ms, rewrite_ms = _delete_found(
+        spark, txn, operation, files, (match, match), changes
+    )
+    return _delete_result(changes, operation, began, deleted, copied, scan_ms, rewrite_ms)
+
+
+def _delete_found(
+    spark: SparkSession,
+    txn: Transaction,
+    operation: operations.Operation,
+    files: pa.Table,
+    found_hit: tuple[Any, Any],
+    changes: FileChanges,
+) -> tuple[int, int, int, int]:
+    """Remove the rows found (``found_hit``: what finds them, and what is true for them
+    alone; Columns, or twice one :class:`SourceMatch`) from ``files`` into ``changes``:
+    (deleted, copied, scan ms, rewrite ms)."""
+    found, hit = found_hit
+    settings = DmlSettings.for_snapshot(_snapshot(txn))
+    t0 = time.monotonic()
+    if settings.deletion_vectors:  # the vectors are written by the scan's job
+        marks = mark_matching(spark, txn, files, found)
+        scan_ms = _elapsed_ms(t0)
+        deleted, copied = marks.rows, 0
         t0 = time.monotonic()
-        if settings.deletion_vectors:  # the vectors are written by the scan's job
-            marks = mark_matching(spark, txn, files, found)
-            scan_ms = _elapsed_ms(t0)
-            deleted, copied = marks.rows, 0
-            t0 = time.monotonic()
-            add_marks(marks, changes)
-        else:
-            touched = find_touched(spark, txn, files, found)
-            scan_ms = _elapsed_ms(t0)
-            deleted = touched.rows
-            t0 = time.monotonic()
-            copied = _rewrite_without(spark, txn, operation, touched, hit, settings, changes)
-        rewrite_ms = _elapsed_ms(t0)
+        add_marks(marks, changes)
+    else:
+        touched = find_touched(spark, txn, files, found)
+        scan_ms = _elapsed_ms(t0)
+        deleted = touched.rows
+        t0 = time.monotonic()
+        copied = _rewrite_without(spark, txn, operation, touched, hit, settings, changes)
+    return deleted, copied, scan_ms, _elapsed_ms(t0)
+
+
+def _delete_result(
+    changes: FileChanges,
+    operation: operations.Operation,
+    began: float,
+    deleted: int | None,
+    copied: int,
+    scan_ms: int,
+    rewrite_ms: int,
+) -> tuple[list[Action], operations.Operation]:
     metrics = changes.metrics()
     metrics.update(
         numDeletedRows=deleted or 0,
@@ -300,9 +378,9 @@ def _rewrite_without(
     snapshot = _snapshot(txn)
     df, tracking = tracked_scan(spark, snapshot, txn.log.store, touched.files, operation.name)
     plan = carrying(txn, dml_plan(txn, operation), tracking)
-    adds, _ = write_rows(df.where(~hit), plan)
+    adds, _ = write_rows(_where(df, hit, matching=False), plan)
     if settings.change_data_feed:
-        gone = without_row_ids(df, tracking).where(hit).withColumn(CHANGE_TYPE, F.lit("delete"))
+        gone = _where(without_row_ids(df, tracking), hit).withColumn(CHANGE_TYPE, F.lit("delete"))
         changes.cdc = write_change_rows(gone, plan)
     changes.adds = adds
     changes.removes = remove_files(touched.files)

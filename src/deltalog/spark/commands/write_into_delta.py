@@ -24,11 +24,12 @@ from deltalog.commands.dml.file_changes import CHANGE_TYPE
 from deltalog.commands.write.write_into_delta import WritePlan, commit_write, prepare_write
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import parse_schema
-from deltalog.spark.commands.dml import delete_actions
+from deltalog.spark.commands.dml import SourceMatch, delete_actions, delete_matching_actions
 from deltalog.spark.session import configure_log
 from deltalog.spark.storage import register_session
 from deltalog.spark.write.batch import parse_writer_options, write_change_rows, write_rows
 from deltalog.storage.options import STORAGE_PREFIXES, StorageOptions
+from deltalog.txn import operations
 
 # The DELETE's metrics a replaceWhere's WRITE reports, as the reference's do.
 _REPLACE_METRICS = ("numDeletedRows", "numCopiedRows", "numAddedChangeFiles")
@@ -63,6 +64,8 @@ def write_dataframe(
     if plan.skip:
         return None
     replaced = _replace_where(spark, plan)
+    if replaced is None:
+        replaced = _replace_by_source(spark, plan, df)
     adds, marks = write_rows(df, plan)
     if replaced is None:
         return commit_write(plan, adds, identity_marks=marks)
@@ -88,6 +91,80 @@ def _replace_where(
     metrics = {k: int(operation.metrics[k]) for k in _REPLACE_METRICS if k in operation.metrics}
     metrics.setdefault("numAddedChangeFiles", 0)
     return actions, metrics
+
+
+def _replace_by_source(
+    spark: SparkSession, plan: WritePlan, df: Any
+) -> tuple[list[Action], dict[str, int]] | None:
+    """The actions and metrics of the DELETE a ``replaceOn``/``replaceUsing`` overwrite runs:
+    the target rows some written row matches (``EXISTS (SELECT 1 FROM df WHERE cond)``, a
+    semi-join Spark runs), or ``None`` when the write replaces nothing so. An empty ``df``
+    matches nothing, so deletes nothing.
+
+    Raises:
+        InvalidArgumentError: a ``replaceUsing`` column is missing from the table or the data
+            (``UNRESOLVED_INSERT_REPLACE_USING_COLUMN``).
+        AnalysisException: Spark refuses the ``replaceOn`` condition; nothing was written.
+    """
+    options = plan.options
+    if options.normalized_mode != "overwrite" or plan.txn.snapshot is None:
+        return None
+    if options.replace_on is not None:
+        condition = options.replace_on
+        match = SourceMatch(df, lambda _target: F.expr(condition), options.target_alias)
+    elif options.replace_using is not None:
+        pairs = _using_columns(plan, df, options.replace_using)
+        match = SourceMatch(df, lambda target: _equal_on(target, df, pairs), options.target_alias)
+    else:
+        return None
+    operation = operations.delete([])
+    actions, operation = delete_matching_actions(spark, plan.txn, match, operation)
+    metrics = {k: int(operation.metrics[k]) for k in _REPLACE_METRICS if k in operation.metrics}
+    metrics.setdefault("numAddedChangeFiles", 0)
+    return actions, metrics
+
+
+def _using_columns(plan: WritePlan, df: Any, columns: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Each ``replaceUsing`` column as (the table's name, the data's name), matched without
+    regard to case as Spark's resolver does by default.
+
+    Raises:
+        InvalidArgumentError: ``UNRESOLVED_INSERT_REPLACE_USING_COLUMN``.
+    """
+    snapshot = plan.txn.snapshot
+    assert snapshot is not None
+    pairs = []
+    for name in columns:
+        target = _resolve(name, list(snapshot.schema.names))
+        source = _resolve(name, list(df.columns))
+        for found, where, names in (
+            (target, "the target table", snapshot.schema.names),
+            (source, "the source query", df.columns),
+        ):
+            if found is None:
+                raise errors.InvalidArgumentError(
+                    "UNRESOLVED_INSERT_REPLACE_USING_COLUMN",
+                    f"Column {name} cannot be resolved in {where}. Did you mean one of the "
+                    f"following? [{', '.join(names)}].",
+                    table=plan.layout.table_root,
+                    help="name in replaceUsing columns both the table and the data hold.",
+                )
+        assert target is not None and source is not None
+        pairs.append((target, source))
+    return pairs
+
+
+def _resolve(name: str, names: list[str]) -> str | None:
+    return next((n for n in names if n.lower() == name.lower()), None)
+
+
+def _equal_on(target: Any, source: Any, pairs: list[tuple[str, str]]) -> Any:
+    """``replaceUsing``'s condition: plain equality on every column (NULL never matches)."""
+    condition = None
+    for t, s in pairs:
+        equal = target[f"`{t}`"] == source[f"`{s}`"]
+        condition = equal if condition is None else condition & equal
+    return condition
 
 
 def _inserted_changes(df: Any, plan: WritePlan) -> list[AddCDCFile]:

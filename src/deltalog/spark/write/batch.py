@@ -102,7 +102,19 @@ def writer_options(
     dpo_option = opts.get("partitionoverwritemode")
     dpo_session = conf("spark.sql.sources.partitionOverwriteMode", "static")
     replace_where = opts.get("replacewhere")
-    dynamic_value = dpo_option or ("static" if replace_where else dpo_session)
+    replace_on = opts.get("replaceon")
+    replace_using = _columns(opts.get("replaceusing"), "replaceUsing", table)
+    by_source = replace_on is not None or replace_using is not None
+    if by_source and dpo_option is not None:
+        raise errors.InvalidArgumentError(
+            "DELTA_DYNAMIC_PARTITION_OVERWRITE_INCOMPATIBLE_REPLACE_ON_OR_USING",
+            "Dynamic partition overwrite (partitionOverwriteMode) is incompatible with the "
+            "replaceOn/replaceUsing option.",
+            table=table,
+            help="drop partitionOverwriteMode: replaceOn/replaceUsing choose the rows replaced.",
+        )
+    static = replace_where or by_source  # these choose what is replaced, not the session
+    dynamic_value = dpo_option or ("static" if static else dpo_session)
     dynamic = _choice(dynamic_value, ("static", "dynamic"), "partitionOverwriteMode", table)
     merge_default = conf("spark.databricks.delta.schema.autoMerge.enabled", "false")
     user_metadata = opts.get("usermetadata") or _none_if_empty(
@@ -112,6 +124,9 @@ def writer_options(
         mode=(mode or "errorifexists"),
         partition_by=tuple(partition_by) if partition_by else None,
         replace_where=replace_where,
+        replace_on=replace_on,
+        replace_using=replace_using,
+        target_alias=opts.get("targetalias"),
         dynamic_partition_overwrite=dynamic == "dynamic",
         merge_schema=_bool(opts.get("mergeschema", merge_default), "mergeSchema", table),
         overwrite_schema=_bool(opts.get("overwriteschema", "false"), "overwriteSchema", table),
@@ -363,6 +378,17 @@ def _int(value: str | None, name: str, table: str) -> int | None:
         return int(value)
     except ValueError:
         raise _illegal(name, value, "must be an integer", table) from None
+
+
+def _columns(value: str | None, name: str, table: str) -> tuple[str, ...] | None:
+    """A comma-separated list of column names, trimmed, duplicates dropped (the reference's
+    ``parsedReplaceUsingColsList``)."""
+    if value is None:
+        return None
+    names = [n.strip() for n in value.split(",")]
+    if any(not n for n in names):
+        raise _illegal(name, value, "must not contain empty column names", table)
+    return tuple(dict.fromkeys(names))
 
 
 def _choice(value: str, allowed: tuple[str, ...], name: str, table: str) -> str:

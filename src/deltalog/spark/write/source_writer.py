@@ -55,6 +55,7 @@ from deltalog.commands.write.write_into_delta import (
     WritePlan,
     commit_write,
     prepare_write,
+    replaces_by_source,
     replaces_partitions_only,
 )
 from deltalog.delta_log import DeltaLog
@@ -172,6 +173,14 @@ def plan_source_write(
     rewrites = plan.replace_predicate is not None and not replaces_partitions_only(plan)
     if rewrites and plan.txn.snapshot is not None:
         raise _rewrite_refused(log.table_root, str(options.replace_where))
+    if replaces_by_source(plan):  # a join of the table with the data: not a task's work
+        raise errors.UnsupportedFeatureError(
+            "DELTA_SOURCE_UNSUPPORTED_OPTION",
+            "the options replaceOn/replaceUsing join the table with the written rows, which "
+            "the data source's tasks cannot do.",
+            table=log.table_root,
+            help="write through deltalog.register(spark), which runs the join in a Spark job.",
+        )
     # The tasks write Arrow batches: a defaulted column's SQL cannot be evaluated there.
     column_defaults.check_given(plan.layout.schema, list(data_schema.names), log.table_root)
     identity = columns_to_generate(
