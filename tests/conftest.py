@@ -100,12 +100,20 @@ def _connect_session(spark: Any) -> Iterator[Any]:
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
-    """``./dev test`` is the suite of one SparkSession per test process. Tests that start Spark
-    servers (``servers``) or Spark sessions and clusters (``processes``) in processes of their
-    own run under ``./dev servers`` (DELTALOG_SERVER_TESTS; CI runs it); ``./dev compat`` runs
-    the ``processes`` ones too (DELTALOG_PROCESS_TESTS). Tests marked ``long`` go first, so
-    that ``-n 2`` starts them early (xdist hands tests out in collection order)."""
+    """``./dev test`` is the suite of one SparkSession per test process. Tests that start
+    servers (``servers``: Spark's, or an object-store emulator's for Spark) or Spark sessions and
+    clusters (``processes``) in processes of their own run under ``./dev servers``
+    (DELTALOG_SERVER_TESTS; CI runs it); ``./dev compat`` runs the ``processes`` ones too
+    (DELTALOG_PROCESS_TESTS). The differential condition suite (``differential``) runs under
+    ``./dev fuzz`` and ``./dev compat`` (DELTALOG_DIFFERENTIAL; CI runs both). Tests marked
+    ``long`` go first, so that ``-n 2`` starts them early (xdist hands tests out in collection
+    order)."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable sort
+    if not os.environ.get("DELTALOG_DIFFERENTIAL"):
+        fuzz = pytest.mark.skip(reason="the differential suite: ./dev fuzz (CI runs its seed)")
+        for item in items:
+            if item.get_closest_marker("differential"):
+                item.add_marker(fuzz)
     if os.environ.get("DELTALOG_SERVER_TESTS"):
         return
     skip = pytest.mark.skip(reason="starts Spark servers of its own: run by ./dev servers (CI)")

@@ -18,7 +18,8 @@ from deltalog.spark.engine import ENGINE_KEY
 from deltalog.spark.storage import jvm_reads
 from tests.spark.confs import session_confs
 
-pytestmark = pytest.mark.spark
+# Spark with an emulator's server: ./dev servers (CI).
+pytestmark = [pytest.mark.spark, pytest.mark.servers]
 
 
 @pytest.fixture

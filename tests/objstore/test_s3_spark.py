@@ -19,6 +19,9 @@ from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.storage import jvm_reads
 from tests.spark.confs import session_confs
 
+# Spark with an emulator's server: ./dev servers (CI).
+pytestmark = [pytest.mark.spark, pytest.mark.servers]
+
 SECRET = "do-not-print-this-secret"
 
 

@@ -36,7 +36,7 @@ from tests.spark.confs import session_confs
 from tests.spark.differential import grammar, oracle
 from tests.spark.differential.oracle import Answer, Checker
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.differential]
 
 SEEDS = oracle.SEEDS
 
