@@ -157,7 +157,13 @@ spark.stop()
 
 @pytest.mark.connect
 @pytest.mark.parametrize(
-    "mode", ["connect", pytest.param("local-cluster", marks=pytest.mark.processes)]
+    "mode",
+    [
+        # The Connect tier's history is a minute of work: ./dev servers runs it (CI), beside
+        # the local-cluster tier; ./dev test keeps Connect in the hygiene, DML and SQL tests.
+        pytest.param("connect", marks=pytest.mark.servers),
+        pytest.param("local-cluster", marks=pytest.mark.processes),
+    ],
 )
 def test_reads_and_writes_match_the_oracles(
     mode: str, tmp_path: Path, request: pytest.FixtureRequest
