@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog import errors
+from deltalog.errors import optimize as optimize_errors
 from deltalog.schema import (
     MIXED_SRID_CRS,
     ArrayType,
@@ -172,6 +173,28 @@ def check_srids(schema: StructType, table: str | None) -> None:
     for path, t in geo_columns(schema):
         if t.crs == MIXED_SRID_CRS or t.srid < 0:
             raise errors.geospatial_srid_not_supported(path, t.json_name, table)
+
+
+def check_no_defaults(schema: StructType, table: str | None) -> None:
+    """Refuse a DEFAULT on a column that is or holds a geospatial type, as delta-spark's
+    ``OptimisticTransaction.checkColumnDefaults`` does at CREATE/REPLACE TABLE and when a
+    column's default is set.
+
+    Raises:
+        InvalidArgumentError: ``DELTA_OPERATION_NOT_SUPPORTED_FOR_DATATYPES`` naming the column.
+    """
+    for f in schema.fields:
+        if not {"CURRENT_DEFAULT", "EXISTS_DEFAULT"} & set(f.metadata):
+            continue
+        found = geo_columns(f.type)
+        if found:
+            raise optimize_errors.operation_not_supported_for_data_types(
+                "COLUMN DEFAULT",
+                f.name,
+                found[0][1].json_name,
+                table or "",
+                help=f"drop the DEFAULT of column {f.name}: geospatial columns take none.",
+            )
 
 
 def geo_columns(t: DataType, path: str = "") -> list[tuple[str, GeoType]]:

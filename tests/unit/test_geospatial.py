@@ -330,3 +330,22 @@ def test_spatial_columns_are_not_partition_columns_nor_skipping_keys(tmp_path: P
         deltalog.optimize(str(root), z_order_by=["g"])
     assert z.value.error_class == "DELTA_OPERATION_NOT_SUPPORTED_FOR_DATATYPES"
     assert "geometry(4326)" in str(z.value)
+
+
+@pytest.mark.parametrize("t", [GEOMETRY, StructType((StructField("inner", GEOGRAPHY),))])
+def test_a_default_on_a_spatial_column_is_refused(t: DataType) -> None:
+    """delta-spark's ``checkColumnDefaults`` (DeltaGeoSuite: CREATE TABLE ... g GEOMETRY DEFAULT
+    NULL, and a STRUCT holding one): DELTA_OPERATION_NOT_SUPPORTED_FOR_DATATYPES."""
+    conf = {"delta.feature.allowColumnDefaults": "supported"}
+    schema = StructType((StructField("g", t, True, {"CURRENT_DEFAULT": "NULL"}),))
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        protocol_for_table(conf, schema, None, "t")
+    assert e.value.error_class == "DELTA_OPERATION_NOT_SUPPORTED_FOR_DATATYPES"
+    assert "COLUMN DEFAULT" in str(e.value) and "g:" in str(e.value)
+    defaulted = StructType(
+        (
+            StructField("n", PrimitiveType("long"), True, {"CURRENT_DEFAULT": "1"}),
+            StructField("g", t),
+        )
+    )
+    protocol_for_table(conf, defaulted, None, "t")  # a default on another column is fine
