@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog import errors
+from deltalog.errors import alter as alter_errors
 from deltalog.errors import optimize as optimize_errors
 from deltalog.schema import (
     MIXED_SRID_CRS,
@@ -33,8 +34,10 @@ from deltalog.schema import (
     DataType,
     GeoType,
     MapType,
+    StructField,
     StructType,
     is_geo,
+    simple_string,
 )
 
 WKB_EXTENSION = "geoarrow.wkb"
@@ -195,6 +198,19 @@ def check_no_defaults(schema: StructType, table: str | None) -> None:
                 table or "",
                 help=f"drop the DEFAULT of column {f.name}: geospatial columns take none.",
             )
+
+
+def check_not_clustered(fields: list[StructField], table: str) -> None:
+    """Refuse geospatial clustering columns: they have no min/max statistics (delta-spark's
+    ``ClusteredTableUtils.validateClusteringColumnsInStatsSchema``).
+
+    Raises:
+        InvalidArgumentError: ``DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED``.
+    """
+    geo = [f for f in fields if geo_columns(f.type)]
+    if geo:
+        described = ", ".join(f"{f.name} : {simple_string(f.type).upper()}" for f in geo)
+        raise alter_errors.clustering_columns_datatype_not_supported(table, described)
 
 
 def geo_columns(t: DataType, path: str = "") -> list[tuple[str, GeoType]]:

@@ -349,3 +349,26 @@ def test_a_default_on_a_spatial_column_is_refused(t: DataType) -> None:
         )
     )
     protocol_for_table(conf, defaulted, None, "t")  # a default on another column is fine
+
+
+def test_spatial_clustering_columns_are_refused(tmp_path: Path) -> None:
+    """delta-spark's ``validateClusteringColumnsInStatsSchema``: a geospatial column has no
+    min/max statistics, so CLUSTER BY it (at CREATE TABLE or ALTER TABLE) is refused."""
+    from deltalog.commands.ddl.alter_columns import cluster_by
+    from deltalog.commands.ddl.create_table import TableSpec, create_table
+
+    schema = _schema(PrimitiveType("long"), GEOMETRY)
+    root = str(tmp_path / "created")
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        create_table(root, "create", TableSpec(schema, cluster_by=("c1",)))
+    assert e.value.error_class == "DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED"
+    assert "c1 : GEOMETRY(4326)" in str(e.value)
+    assert not list((tmp_path / "created").glob("_delta_log/*.json"))
+    other = str(tmp_path / "altered")
+    deltalog.write_table(other, _geo_table([1], [P12], [P22]))
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        cluster_by(other, ["id", "h"])
+    assert e.value.error_class == "DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED"
+    assert "h : GEOGRAPHY(4326)" in str(e.value)
+    assert DeltaLog.for_table(other).update().version == 0
+    assert cluster_by(other, ["id"]) == 1  # a column with statistics is fine
