@@ -372,3 +372,15 @@ def test_spatial_clustering_columns_are_refused(tmp_path: Path) -> None:
     assert "h : GEOGRAPHY(4326)" in str(e.value)
     assert DeltaLog.for_table(other).update().version == 0
     assert cluster_by(other, ["id"]) == 1  # a column with statistics is fine
+
+
+def test_spatial_stats_columns_are_refused() -> None:
+    """delta-spark's ``validateDataSkippingType``: a geospatial column named at the top level
+    of ``delta.dataSkippingStatsColumns`` is refused; inside a named struct it only gets no
+    statistics."""
+    schema = _schema(PrimitiveType("long"), GEOMETRY, StructType((StructField("g", GEOGRAPHY),)))
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        protocol_for_table({"delta.dataSkippingStatsColumns": "c0, `C1`"}, schema, None, "t")
+    assert e.value.error_class == "DELTA_COLUMN_DATA_SKIPPING_NOT_SUPPORTED_TYPE"
+    assert "'c1' of type geometry" in str(e.value)
+    protocol_for_table({"delta.dataSkippingStatsColumns": "c0,c2"}, schema, None, "t")

@@ -141,3 +141,14 @@ def clustering_columns_datatype_not_supported(table: str, described: str) -> Inv
         table=table,
         help="cluster by columns of types with min/max statistics.",
     )
+
+
+def data_skipping_not_supported_type(
+    table: str, column: str, type_name: str
+) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "DELTA_COLUMN_DATA_SKIPPING_NOT_SUPPORTED_TYPE",
+        f"Data skipping is not supported for column '{column}' of type {type_name}.",
+        table=table,
+        help=f"leave {column} out of delta.dataSkippingStatsColumns.",
+    )
