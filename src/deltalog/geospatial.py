@@ -21,19 +21,24 @@ head); delta-kernel's POINT bounds are not written (and are ignored when read).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from deltalog import errors
+from deltalog.errors import alter as alter_errors
+from deltalog.errors import optimize as optimize_errors
 from deltalog.schema import (
     MIXED_SRID_CRS,
     ArrayType,
     DataType,
     GeoType,
     MapType,
+    StructField,
     StructType,
     is_geo,
+    simple_string,
 )
 
 WKB_EXTENSION = "geoarrow.wkb"
@@ -172,6 +177,68 @@ def check_srids(schema: StructType, table: str | None) -> None:
     for path, t in geo_columns(schema):
         if t.crs == MIXED_SRID_CRS or t.srid < 0:
             raise errors.geospatial_srid_not_supported(path, t.json_name, table)
+
+
+def check_no_defaults(schema: StructType, table: str | None) -> None:
+    """Refuse a DEFAULT on a column that is or holds a geospatial type, as delta-spark's
+    ``OptimisticTransaction.checkColumnDefaults`` does at CREATE/REPLACE TABLE and when a
+    column's default is set.
+
+    Raises:
+        InvalidArgumentError: ``DELTA_OPERATION_NOT_SUPPORTED_FOR_DATATYPES`` naming the column.
+    """
+    for f in schema.fields:
+        if not {"CURRENT_DEFAULT", "EXISTS_DEFAULT"} & set(f.metadata):
+            continue
+        found = geo_columns(f.type)
+        if found:
+            raise optimize_errors.operation_not_supported_for_data_types(
+                "COLUMN DEFAULT",
+                f.name,
+                found[0][1].json_name,
+                table or "",
+                help=f"drop the DEFAULT of column {f.name}: geospatial columns take none.",
+            )
+
+
+def check_not_clustered(fields: list[StructField], table: str) -> None:
+    """Refuse geospatial clustering columns: they have no min/max statistics (delta-spark's
+    ``ClusteredTableUtils.validateClusteringColumnsInStatsSchema``).
+
+    Raises:
+        InvalidArgumentError: ``DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED``.
+    """
+    geo = [f for f in fields if geo_columns(f.type)]
+    if geo:
+        described = ", ".join(f"{f.name} : {simple_string(f.type).upper()}" for f in geo)
+        raise alter_errors.clustering_columns_datatype_not_supported(table, described)
+
+
+def check_stats_columns(
+    schema: StructType, configuration: Mapping[str, str], table: str | None
+) -> None:
+    """Refuse a geospatial top-level column named in ``delta.dataSkippingStatsColumns``, as
+    delta-spark's ``StatisticsCollection.validateDataSkippingType`` does for a column that is
+    not a ``SkippingEligibleDataType`` (one inside a named struct only gets no statistics).
+    Names are split at commas and unquoted from backticks; a name that does not resolve so is
+    left to the statistics writer, which skips what it cannot find.
+
+    Raises:
+        InvalidArgumentError: ``DELTA_COLUMN_DATA_SKIPPING_NOT_SUPPORTED_TYPE``.
+    """
+    listed = {k.lower(): v for k, v in configuration.items()}.get("delta.dataskippingstatscolumns")
+    if not listed:
+        return
+    top = {f.name.lower(): f for f in schema.fields}
+    for part in str(listed).split(","):
+        name = part.strip()
+        if len(name) > 1 and name.startswith("`") and name.endswith("`"):
+            name = name[1:-1].replace("``", "`")
+        field = top.get(name.lower())
+        if field is not None and isinstance(field.type, GeoType):
+            raise alter_errors.data_skipping_not_supported_type(
+                table or "", field.name, simple_string(field.type)
+            )
 
 
 def geo_columns(t: DataType, path: str = "") -> list[tuple[str, GeoType]]:

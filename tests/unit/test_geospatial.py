@@ -330,3 +330,57 @@ def test_spatial_columns_are_not_partition_columns_nor_skipping_keys(tmp_path: P
         deltalog.optimize(str(root), z_order_by=["g"])
     assert z.value.error_class == "DELTA_OPERATION_NOT_SUPPORTED_FOR_DATATYPES"
     assert "geometry(4326)" in str(z.value)
+
+
+@pytest.mark.parametrize("t", [GEOMETRY, StructType((StructField("inner", GEOGRAPHY),))])
+def test_a_default_on_a_spatial_column_is_refused(t: DataType) -> None:
+    """delta-spark's ``checkColumnDefaults`` (DeltaGeoSuite: CREATE TABLE ... g GEOMETRY DEFAULT
+    NULL, and a STRUCT holding one): DELTA_OPERATION_NOT_SUPPORTED_FOR_DATATYPES."""
+    conf = {"delta.feature.allowColumnDefaults": "supported"}
+    schema = StructType((StructField("g", t, True, {"CURRENT_DEFAULT": "NULL"}),))
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        protocol_for_table(conf, schema, None, "t")
+    assert e.value.error_class == "DELTA_OPERATION_NOT_SUPPORTED_FOR_DATATYPES"
+    assert "COLUMN DEFAULT" in str(e.value) and "g:" in str(e.value)
+    defaulted = StructType(
+        (
+            StructField("n", PrimitiveType("long"), True, {"CURRENT_DEFAULT": "1"}),
+            StructField("g", t),
+        )
+    )
+    protocol_for_table(conf, defaulted, None, "t")  # a default on another column is fine
+
+
+def test_spatial_clustering_columns_are_refused(tmp_path: Path) -> None:
+    """delta-spark's ``validateClusteringColumnsInStatsSchema``: a geospatial column has no
+    min/max statistics, so CLUSTER BY it (at CREATE TABLE or ALTER TABLE) is refused."""
+    from deltalog.commands.ddl.alter_columns import cluster_by
+    from deltalog.commands.ddl.create_table import TableSpec, create_table
+
+    schema = _schema(PrimitiveType("long"), GEOMETRY)
+    root = str(tmp_path / "created")
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        create_table(root, "create", TableSpec(schema, cluster_by=("c1",)))
+    assert e.value.error_class == "DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED"
+    assert "c1 : GEOMETRY(4326)" in str(e.value)
+    assert not list((tmp_path / "created").glob("_delta_log/*.json"))
+    other = str(tmp_path / "altered")
+    deltalog.write_table(other, _geo_table([1], [P12], [P22]))
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        cluster_by(other, ["id", "h"])
+    assert e.value.error_class == "DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED"
+    assert "h : GEOGRAPHY(4326)" in str(e.value)
+    assert DeltaLog.for_table(other).update().version == 0
+    assert cluster_by(other, ["id"]) == 1  # a column with statistics is fine
+
+
+def test_spatial_stats_columns_are_refused() -> None:
+    """delta-spark's ``validateDataSkippingType``: a geospatial column named at the top level
+    of ``delta.dataSkippingStatsColumns`` is refused; inside a named struct it only gets no
+    statistics."""
+    schema = _schema(PrimitiveType("long"), GEOMETRY, StructType((StructField("g", GEOGRAPHY),)))
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        protocol_for_table({"delta.dataSkippingStatsColumns": "c0, `C1`"}, schema, None, "t")
+    assert e.value.error_class == "DELTA_COLUMN_DATA_SKIPPING_NOT_SUPPORTED_TYPE"
+    assert "'c1' of type geometry" in str(e.value)
+    protocol_for_table({"delta.dataSkippingStatsColumns": "c0,c2"}, schema, None, "t")

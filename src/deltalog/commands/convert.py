@@ -36,6 +36,7 @@ from deltalog import errors
 from deltalog.actions import Action, AddFile, Metadata
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import manage as manage_errors
+from deltalog.errors import optimize as optimize_errors
 from deltalog.partition_values import parse_partition_value
 from deltalog.schema import StructField, StructType, as_nullable, schema_from_arrow, simple_string
 from deltalog.storage import is_remote
@@ -113,6 +114,7 @@ def convert_to_delta(
     read = footer_reader or read_footers
     paths = [f.info.path for f in files]
     footers = read(delta_log.store, root, paths, source_format or "parquet")
+    _refuse_geospatial(root, footers)
     data_schema = _merged_schema(root, files, footers, partition_schema)
     schema = StructType((*data_schema.fields, *as_nullable(partition_schema).fields))
     partition_columns = tuple(f.name for f in partition_schema.fields)
@@ -222,6 +224,28 @@ def read_footer(store: LogStore, path: str) -> pq.FileMetaData | None:
     except (pa.ArrowInvalid, OSError) as e:
         log.debug("not parquet: %s (%s)", path, e)
         return None
+
+
+def _refuse_geospatial(table: str, footers: Sequence[pq.FileMetaData]) -> None:
+    """Refuse parquet holding GEOMETRY or GEOGRAPHY columns, as delta-spark's
+    ``ConvertToDeltaCommand`` does (``DeltaGeoSpatial.failIfSchemaHasGeoColumn``).
+
+    Raises:
+        InvalidArgumentError: ``DELTA_OPERATION_NOT_SUPPORTED_FOR_DATATYPES`` naming the column.
+    """
+    for meta in footers:
+        for i in range(meta.num_columns):
+            column = meta.schema.column(i)
+            kind = column.logical_type.type
+            if kind in ("GEOMETRY", "GEOGRAPHY"):
+                raise optimize_errors.operation_not_supported_for_data_types(
+                    "CONVERT TO DELTA",
+                    column.path,
+                    kind.lower(),
+                    table,
+                    help="convert parquet without geometry or geography columns, or write "
+                    "the rows into a new Delta table instead.",
+                )
 
 
 def _merged_schema(

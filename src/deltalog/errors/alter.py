@@ -130,3 +130,25 @@ def too_many_clustering_columns(table: str, count: int, limit: int) -> InvalidAr
         "clustering columns. Please remove the extra clustering columns.",
         table=table,
     )
+
+
+def clustering_columns_datatype_not_supported(table: str, described: str) -> InvalidArgumentError:
+    """``described``: each column as ``name : TYPE``, comma-separated."""
+    return InvalidArgumentError(
+        "DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED",
+        f"CLUSTER BY is not supported because the following column(s): {described} don't "
+        "support data skipping.",
+        table=table,
+        help="cluster by columns of types with min/max statistics.",
+    )
+
+
+def data_skipping_not_supported_type(
+    table: str, column: str, type_name: str
+) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "DELTA_COLUMN_DATA_SKIPPING_NOT_SUPPORTED_TYPE",
+        f"Data skipping is not supported for column '{column}' of type {type_name}.",
+        table=table,
+        help=f"leave {column} out of delta.dataSkippingStatsColumns.",
+    )

@@ -37,13 +37,13 @@ def z_ordering_column_does_not_exist(column: str, table: str) -> InvalidArgument
 
 
 def operation_not_supported_for_data_types(
-    operation: str, column: str, type_name: str, table: str
+    operation: str, column: str, type_name: str, table: str, help: str | None = None
 ) -> InvalidArgumentError:
     return InvalidArgumentError(
         "DELTA_OPERATION_NOT_SUPPORTED_FOR_DATATYPES",
         f"{operation} is not supported for data types: {column}: {type_name}.",
         table=table,
-        help=f"leave column {column} out of the {operation} columns.",
+        help=help or f"leave column {column} out of the {operation} columns.",
     )
 
 

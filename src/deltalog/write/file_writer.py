@@ -61,6 +61,8 @@ if TYPE_CHECKING:
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 MATERIALIZE_PARTITION_COLUMNS = "materializePartitionColumns"
 MATERIALIZE_PROPERTY = "delta.enableMaterializePartitionColumnsFeature"
+# Best effort, without the feature (RFC materialize-partition-columns): writers SHOULD follow it.
+WRITE_PARTITION_COLUMNS_PROPERTY = "delta.writePartitionColumnsToParquet"
 # Spark's file-name extension of each parquet codec ("" for uncompressed).
 _CODEC_EXTENSIONS = {
     "uncompressed": "",
@@ -128,7 +130,8 @@ class WriteLayout:
         )
         options.setdefault(
             "materialize_partition_columns",
-            is_feature_supported(snapshot.protocol, MATERIALIZE_PARTITION_COLUMNS),
+            is_feature_supported(snapshot.protocol, MATERIALIZE_PARTITION_COLUMNS)
+            or writes_partition_columns(snapshot.metadata.configuration),
         )
         return cls(
             snapshot.table_root,
@@ -170,6 +173,15 @@ class WriteLayout:
                 help="set it to a positive whole number of characters.",
             )
         return int(raw)
+
+
+def writes_partition_columns(configuration: Mapping[str, str]) -> bool:
+    """Whether ``delta.writePartitionColumnsToParquet`` asks for the partition columns in the
+    data files. delta-spark 4.4 writes them unless the property is ``false``; deltalog writes
+    them only when it is ``true`` (unset, the protocol leaves it to the writer)."""
+    props = {k.lower(): v for k, v in configuration.items()}
+    raw = props.get(WRITE_PARTITION_COLUMNS_PROPERTY.lower(), "")
+    return str(raw).strip().lower() == "true"
 
 
 class _OpenFile:

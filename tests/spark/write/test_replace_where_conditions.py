@@ -143,3 +143,33 @@ def test_change_feed_records_deletes_and_inserts(spark: Any, fmt: str, tmp_path:
     assert sorted(oracle_rows(root).column("id").to_pylist()) == sorted(
         [*_kept_ids(spark, condition), 20]
     )
+
+
+def test_change_feed_rows_come_from_one_evaluation(spark: Any, fmt: str, tmp_path: Path) -> None:
+    """The data files and the ``insert`` change files hold the same rows, from one evaluation
+    of the written frame (the reference writes both from the same rows): a frame whose rows
+    are counted as they are computed is computed once."""
+    from deltalake import DeltaTable as RsTable
+    from pyspark.sql import functions as F
+
+    root = str(tmp_path / "once")
+    frame = spark.createDataFrame(_ROWS, _SCHEMA)
+    frame.write.format(fmt).option("delta.enableChangeDataFeed", "true").save(root)
+    calls = spark.sparkContext.accumulator(0)
+
+    def counted(i: int) -> int:
+        calls.add(1)
+        return i
+
+    rows = [(20 + i, "a", 1.0, True, 1, 0) for i in range(5)]
+    new = spark.createDataFrame(rows, _SCHEMA).withColumn("id", F.udf(counted, "long")("id"))
+    new.write.format(fmt).mode("overwrite").option("replaceWhere", "lower(s) = 'a'").save(root)
+    assert calls.value == len(rows)
+    changes = RsTable(root).load_cdf(starting_version=1, ending_version=1).read_all()
+    kinds = changes.column("_change_type").to_pylist()
+    inserted = [
+        i for i, k in zip(changes.column("id").to_pylist(), kinds, strict=True) if k == "insert"
+    ]
+    written = [r[0] for r in rows]
+    assert sorted(inserted) == written
+    assert set(oracle_rows(root).column("id").to_pylist()) >= set(written)

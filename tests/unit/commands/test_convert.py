@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from deltalog import errors
 from deltalog.commands.convert import convert_to_delta
 from deltalog.errors import DeltaError
 from deltalog.schema import parse_schema
@@ -112,3 +113,18 @@ def test_errors(tmp_path: Path) -> None:
     with pytest.raises(DeltaError) as e:
         convert_to_delta(str(clash))
     assert e.value.error_class == "DELTA_FAILED_MERGE_SCHEMA_FILE"
+
+
+def test_parquet_with_geometry_is_refused(tmp_path: Path) -> None:
+    """delta-spark's ``ConvertToDeltaCommand`` (DeltaGeoSuite: CONVERT TO DELTA of parquet
+    holding a GEOMETRY column): DELTA_OPERATION_NOT_SUPPORTED_FOR_DATATYPES, nothing written."""
+    from deltalog.geospatial import WkbType
+
+    wkb = bytes.fromhex("0101000000000000000000F03F0000000000000040")  # POINT(1 2)
+    geo = pa.ExtensionArray.from_storage(WkbType(b'{"crs":"OGC:CRS84"}'), pa.array([wkb]))
+    pq.write_table(pa.table({"id": [1], "g": geo}), tmp_path / "part-0.parquet")
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        convert_to_delta(str(tmp_path))
+    assert e.value.error_class == "DELTA_OPERATION_NOT_SUPPORTED_FOR_DATATYPES"
+    assert "CONVERT TO DELTA" in str(e.value) and "g: geometry" in str(e.value)
+    assert not list(tmp_path.glob("_delta_log/*.json"))

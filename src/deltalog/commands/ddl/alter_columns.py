@@ -36,6 +36,7 @@ from deltalog.delta_log import DeltaLog
 from deltalog.errors import DeltaWriteError, TableNotFoundError
 from deltalog.errors import alter as alter_errors
 from deltalog.features import is_feature_supported
+from deltalog.geospatial import check_not_clustered
 from deltalog.log.snapshot import Snapshot
 from deltalog.schema import (
     DataType,
@@ -251,6 +252,7 @@ def cluster_by(
     if snapshot.metadata.partition_columns:
         raise alter_errors.cluster_by_on_partitioned_table(table)
     fields = [column_field(snapshot.schema, tuple(c.split(".")), table) for c in wanted]
+    check_not_clustered(fields, table)
     old = ",".join(clustering_columns(snapshot))
     new = ",".join(f.name for f in fields)
     if not clustered:

@@ -19,6 +19,7 @@ from deltalog import errors
 from deltalog.actions import Action, DomainMetadata, Metadata, remove_action
 from deltalog.commands.write.identity import START as IDENTITY_START
 from deltalog.delta_log import DeltaLog
+from deltalog.geospatial import check_not_clustered
 from deltalog.schema import StructType
 from deltalog.table_properties import TableProperties, validate_new_properties
 from deltalog.txn import operations
@@ -119,6 +120,7 @@ def _metadata(
     configuration = validate_new_properties(spec.configuration, table)
     domains: list[DomainMetadata] = []
     if spec.cluster_by:
+        check_not_clustered([schema.field(c) for c in spec.cluster_by], table)
         columns = [[schema.field(c).name] for c in spec.cluster_by]
         configuration["delta.feature.clustering"] = "supported"
         domains.append(

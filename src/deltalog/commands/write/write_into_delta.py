@@ -61,6 +61,7 @@ from deltalog.write.file_writer import (
     MATERIALIZE_PARTITION_COLUMNS,
     MATERIALIZE_PROPERTY,
     WriteLayout,
+    writes_partition_columns,
 )
 from deltalog.write.schema_evolution import (
     assign_column_mapping,
@@ -573,6 +574,7 @@ def layout_for(txn: Transaction, options: WriteOptions) -> WriteLayout:
             conf.get(f"delta.feature.{MATERIALIZE_PARTITION_COLUMNS}", "").strip().lower()
             in ("supported", "enabled")
         )
+    materialize = materialize or writes_partition_columns(conf)
     return WriteLayout(
         table_root=txn.table_root,
         schema=schema,

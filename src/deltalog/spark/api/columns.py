@@ -4,12 +4,14 @@ expression or an :class:`IdentityGenerator`), nullability and a comment, as sche
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from deltalog import errors
+from deltalog.schema import CHAR_VARCHAR_KEY
 from deltalog.spark.api import arguments
 
 
@@ -83,7 +85,12 @@ def column_json(
             f"column {colName}: generatedAlwaysAs and generatedByDefaultAs exclude each other"
         )
     identity = identity or generatedByDefaultAs
-    type_json = sql_type_json(spark, dataType)
+    declared = char_varchar(dataType)
+    if declared is not None:  # kept as Spark keeps it in a table's schema: string + metadata
+        type_json: Any = "string"
+        metadata[CHAR_VARCHAR_KEY] = declared
+    else:
+        type_json = sql_type_json(spark, dataType)
     if identity is not None:
         arguments.identity_type(type_json, colName)
         metadata["delta.identity.start"] = identity.start
@@ -107,3 +114,24 @@ def sql_type_json(spark: SparkSession, data_type: str | T.DataType) -> Any:
         return simple
     parsed = spark.sql(f"SELECT CAST(NULL AS {data_type}) AS c").schema[0].dataType
     return json.loads(parsed.json())
+
+
+_CHAR_VARCHAR = re.compile(r"\s*(char|character|varchar)\s*\(\s*(\d+)\s*\)\s*", re.IGNORECASE)
+
+
+def char_varchar(data_type: str | T.DataType) -> str | None:
+    """``char(n)`` or ``varchar(n)`` when ``data_type`` is one (as SQL text or Spark's
+    ``CharType``/``VarcharType``), else ``None``.
+
+    A table's schema holds such a column as ``string`` with Spark's
+    ``__CHAR_VARCHAR_TYPE_STRING`` field metadata naming the declared type (Spark's
+    ``CharVarcharUtils``, which delta-spark's tables keep): writes check and pad values by it.
+    """
+    if isinstance(data_type, T.CharType | T.VarcharType):
+        return data_type.simpleString()
+    if isinstance(data_type, str):
+        m = _CHAR_VARCHAR.fullmatch(data_type)
+        if m is not None:
+            kind = "varchar" if m.group(1).lower() == "varchar" else "char"
+            return f"{kind}({int(m.group(2))})"
+    return None

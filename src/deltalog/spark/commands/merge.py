@@ -89,6 +89,7 @@ from deltalog.spark.commands.vector_job import Marks, MarkSpec, mark_rows, numbe
 from deltalog.spark.conditions import condition_column, condition_sql
 from deltalog.spark.read.common import FILE, ROW, file_keys
 from deltalog.spark.read.row_tracking import tracked_scan
+from deltalog.spark.read.scan import check_spark_reads
 from deltalog.spark.session import conf_get
 from deltalog.spark.write.batch import write_change_rows, write_rows
 from deltalog.txn import operations
@@ -177,6 +178,7 @@ class MergeCommand:
                 metrics["numTargetRowsDeleted"],
                 metrics["numTargetRowsInserted"],
             )
+        check_spark_reads(self.spark, self.snapshot)  # before the source's job
         t0 = time.monotonic()
         source, num_source, release = materialized(self.builder._source, self.spark)
         try:

@@ -12,7 +12,8 @@ driver commits once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -25,7 +26,7 @@ from deltalog.commands.write.write_into_delta import WritePlan, commit_write, pr
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import parse_schema
 from deltalog.spark.commands.dml import SourceMatch, delete_actions, delete_matching_actions
-from deltalog.spark.session import configure_log
+from deltalog.spark.session import configure_log, is_connect
 from deltalog.spark.storage import register_session
 from deltalog.spark.write.batch import parse_writer_options, write_change_rows, write_rows
 from deltalog.storage.options import STORAGE_PREFIXES, StorageOptions
@@ -66,15 +67,43 @@ def write_dataframe(
     replaced = _replace_where(spark, plan)
     if replaced is None:
         replaced = _replace_by_source(spark, plan, df)
-    adds, marks = write_rows(df, plan)
     if replaced is None:
+        adds, marks = write_rows(df, plan)
         return commit_write(plan, adds, identity_marks=marks)
     actions, metrics = replaced
     if any(isinstance(a, AddCDCFile) for a in actions):
-        actions = [*actions, *_inserted_changes(df, plan)]
+        # The written rows are also the commit's ``insert`` change rows: both come from one
+        # evaluation of ``df`` (a non-deterministic or costly frame must not give the data
+        # files and the change files different rows), as the reference writes both at once.
+        once, release = _evaluated_once(df)
+        try:
+            adds, marks = write_rows(once, plan)
+            actions = [*actions, *_inserted_changes(once, plan)]
+        finally:
+            release()
+    else:
+        adds, marks = write_rows(df, plan)
     return commit_write(
         plan, adds, identity_marks=marks, replaced_rows=actions, extra_metrics=metrics
     )
+
+
+def _evaluated_once(df: Any) -> tuple[Any, Callable[[], object]]:
+    """``df`` computed once, and the function that frees what that holds: local-checkpointed
+    on a classic session (later plans read its blocks, never its lineage), persisted and
+    counted over Spark Connect."""
+    if is_connect(df.sparkSession):
+        persisted = df.persist()
+        persisted.count()
+        return persisted, persisted.unpersist
+    checkpointed = df.localCheckpoint(eager=True)
+
+    def release() -> None:
+        # Drop the checkpoint's blocks now rather than when the JVM collects its RDD.
+        with contextlib.suppress(Exception):
+            checkpointed._jdf.queryExecution().analyzed().rdd().unpersist(False)
+
+    return checkpointed, release
 
 
 def _replace_where(

@@ -56,7 +56,12 @@ from deltalog.schema import PrimitiveType, StructField, StructType
 from deltalog.spark.engine import choose_engine
 from deltalog.spark.read.change_vectors import MODE, SPEC, select_rows
 from deltalog.spark.read.common import FILE, ROW, read_files_or_raise
-from deltalog.spark.read.scan import logical_columns, physical_field, through_seam
+from deltalog.spark.read.scan import (
+    check_spark_reads,
+    logical_columns,
+    physical_field,
+    through_seam,
+)
 from deltalog.spark.read.seam_scan import changes_through_seam
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import (
@@ -118,6 +123,7 @@ def changes_to_df(spark: SparkSession, plan: ChangePlan, store: LogStore) -> Any
         return _read_locally(spark, plan, store, out_schema)
     if through_seam(spark, snapshot):  # no Hadoop connector, or field ids on Spark Connect
         return changes_through_seam(spark, snapshot.table_root, plan.range.start, plan.range.end)
+    check_spark_reads(spark, snapshot)
     mode = snapshot.column_mapping_mode
     partition_names = {c.lower() for c in snapshot.partition_columns}
     data_fields = [f for f in schema.fields if f.name.lower() not in partition_names]

@@ -38,7 +38,7 @@ from deltalog.scan.plan import (
     snapshot_inputs,
     spark_file_uri,  # noqa: F401  (re-exported: the scan's join key)
 )
-from deltalog.schema import PrimitiveType, StructField, StructType, map_fields
+from deltalog.schema import PrimitiveType, StructField, StructType, explode, map_fields
 from deltalog.schema import (
     read_schema as visible_schema,
 )
@@ -55,6 +55,7 @@ from deltalog.spark.session import (
     session_time_zone_id,
 )
 from deltalog.spark.storage import jvm_reads, note_path
+from deltalog.write.type_widening import TYPE_CHANGES_KEY
 
 if TYPE_CHECKING:
     from deltalog.log.snapshot import Snapshot
@@ -76,7 +77,6 @@ def read_snapshot(spark: Any, snapshot: Snapshot, store: LogStore, where: str | 
     if not jvm_reads(spark, snapshot.table_root):  # an object store without its Hadoop jars
         df = read_through_seam(spark, snapshot.table_root, snapshot.version)
         return df.where(where) if where else df
-    _check_spark_supports(spark, snapshot)
     if not where:
         inputs = snapshot_inputs(snapshot, store)
         df = scan_dataframe(spark, snapshot, store, None, inputs=inputs)
@@ -119,6 +119,7 @@ def scan_dataframe(
             files = snapshot.all_files_arrow()
         df = seam_dataframe(spark, snapshot, files, row_ids=row_ids)
         return df.withColumn(WHOLE, F.lit(True)) if whole else df  # a task reads whole files
+    check_spark_reads(spark, snapshot)
     note_path(snapshot.table_root, "scan", jvm=True)
     if inputs is None:
         assert files is not None, "scan_dataframe needs files or inputs"
@@ -224,21 +225,36 @@ def nullable_type(t: Any) -> Any:
     return t
 
 
-def _check_spark_supports(spark: Any, snapshot: Snapshot) -> None:
-    """Spark's parquet reader widens types (int to long, float to double, decimals, date to
-    timestamp_ntz) only from Spark 4.0; refuse earlier rather than fail inside a job."""
+def check_spark_reads(spark: Any, snapshot: Snapshot) -> None:
+    """Refuse, before any job, a table whose older files Spark's parquet reader cannot read.
+
+    Spark widens a file's narrower type to the table's (int to long, float to double, decimals,
+    date to timestamp_ntz) only from Spark 4.0; before, the job fails inside a task ("Expected:
+    bigint, Found: INT32"). Called wherever Spark's reader reads the table's files: reads, the
+    change feed, and DELETE, UPDATE, MERGE and OPTIMIZE on Spark's engine (the local engine
+    reads with pyarrow, which widens).
+
+    Raises:
+        UnsupportedFeatureError: ``DELTA_UNSUPPORTED_FEATURES_FOR_READ``: a column was widened
+            (``delta.typeChanges``) and this is Spark before 4.0.
+    """
     widening = {"typeWidening", "typeWidening-preview"} & set(
         snapshot.protocol.reader_features or ()
     )
-    if widening and int(str(spark.version).split(".")[0]) < 4:
-        raise errors.UnsupportedFeatureError(
-            "DELTA_UNSUPPORTED_FEATURES_FOR_READ",
-            f"reading a table with {sorted(widening)[0]} needs Spark 4.0 or newer "
-            f"(this is Spark {spark.version}).",
-            table=snapshot.table_root,
-            help="use Spark 4.0+.",
-            features=widening,
-        )
+    if not widening or int(str(spark.version).split(".")[0]) >= 4:
+        return
+    if not any(TYPE_CHANGES_KEY in f.metadata for _, f in explode(snapshot.schema)):
+        return  # the feature without a change yet: every file has the table's types
+    raise errors.UnsupportedFeatureError(
+        "DELTA_UNSUPPORTED_FEATURES_FOR_READ",
+        f"reading a table with {sorted(widening)[0]} needs Spark 4.0 or newer "
+        f"(this is Spark {spark.version}): its older files hold narrower types than the "
+        "table's, which Spark's parquet reader widens only from 4.0.",
+        table=snapshot.table_root,
+        help="use Spark 4.0+ (DELETE, UPDATE and OPTIMIZE also run here with "
+        "spark.deltalog.engine=local).",
+        features=widening,
+    )
 
 
 def physical_field(field: StructField, mode: str) -> StructField:

@@ -47,7 +47,7 @@ from deltalog.commands.write.write_into_delta import (
     WritePlan,
     change_data_layout,
 )
-from deltalog.schema import StructType
+from deltalog.schema import CHAR_VARCHAR_KEY, StructType
 from deltalog.spark.schema import spark_type
 from deltalog.spark.session import conf_get, to_arrow
 from deltalog.spark.storage import note_path
@@ -287,7 +287,7 @@ def _with_rules(df: Any, plan: WritePlan) -> Any:
     """``df`` with missing defaulted and generated columns computed and a filter that is
     always true or raises the reference's error for the first row that breaks a rule."""
     schema: StructType = plan.layout.schema
-    df = with_defaults(df, schema)
+    df = _char_varchar_checked(with_defaults(df, schema), schema)
     present = {c.lower() for c in df.columns}
     for f in schema.fields:
         if GENERATION_KEY in f.metadata and f.name.lower() not in present:
@@ -349,6 +349,37 @@ def _row_text(df: Any) -> Any:
 
 
 _RULE = re.compile(r"\[deltalog:([A-Z_]+)\] (.*?)(?:\n|$|\" *\}|\. SQLSTATE)", re.S)
+
+
+_DECLARED = re.compile(r"(char|varchar)\((\d+)\)")
+
+
+def _char_varchar_checked(df: Any, schema: StructType) -> Any:
+    """``df`` with each ``CHAR(n)``/``VARCHAR(n)`` column's values as Spark writes them to such
+    a column (``CharVarcharCodegenUtils``): a longer value loses trailing spaces down to n, and
+    if still longer fails the write (``EXCEED_LIMIT_LENGTH``); a ``CHAR`` value is then padded
+    with spaces to n."""
+    present = {c.lower(): c for c in df.columns}
+    for f in schema.fields:
+        m = _DECLARED.fullmatch(str(f.metadata.get(CHAR_VARCHAR_KEY, "")).lower())
+        name = present.get(f.name.lower())
+        if m is None or name is None:
+            continue
+        limit = int(m.group(2))
+        value = F.col(f"`{name}`")
+        msg = (
+            f"{_CHECK_MARKER}EXCEED_LIMIT_LENGTH] Exceeds char/varchar type length "
+            f"limitation: {limit}."
+        )
+        fitted = (
+            F.when(value.isNull() | (F.length(value) <= limit), value)
+            .when(F.length(F.rtrim(value)) <= limit, F.substring(value, 1, limit))
+            .otherwise(F.raise_error(F.lit(msg)).cast("string"))
+        )
+        if m.group(1) == "char":
+            fitted = F.rpad(fitted, limit, " ")
+        df = df.withColumn(name, fitted)
+    return df
 
 
 def _rule_error(e: Exception, table: str) -> Exception:

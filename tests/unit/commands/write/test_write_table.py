@@ -430,3 +430,29 @@ def test_materialized_partition_columns_are_written_into_every_file(tmp_path: Pa
     assert "delta.enableMaterializePartitionColumnsFeature" not in snapshot.metadata.configuration
     write_table(str(other), _rows(range(4, 5), "d"), mode="append")
     assert file_columns(other) == [["id", "p", "v"], ["id", "v"], ["id", "v"]]
+
+
+def test_write_partition_columns_to_parquet_property(tmp_path: Path) -> None:
+    """``delta.writePartitionColumnsToParquet`` (RFC materialize-partition-columns; delta-spark
+    4.4's ``TransactionalWrite``): ``true`` keeps the partition columns in the data files
+    without the writer feature; ``false`` leaves them out (unless the feature requires them)."""
+    import pyarrow.parquet as pq
+
+    from deltalog.commands.ddl.protocol_change import set_table_properties
+
+    def file_columns(root: Path) -> list[list[str]]:
+        snapshot = DeltaLog.for_table(str(root)).update()
+        paths = snapshot.all_files_arrow().column("path").to_pylist()
+        return sorted(pq.read_schema(root / p).names for p in paths)
+
+    root = tmp_path / "t"
+    conf = {"delta.writePartitionColumnsToParquet": "true"}
+    write_table(str(root), _rows(range(3), "a"), partition_by=["p"], configuration=conf)
+    snapshot = DeltaLog.for_table(str(root)).update()
+    assert "materializePartitionColumns" not in (snapshot.protocol.writer_features or ())
+    assert file_columns(root) == [["id", "p", "v"]]
+    set_table_properties(str(root), {"delta.writePartitionColumnsToParquet": "false"})
+    write_table(str(root), _rows(range(3, 5), "b"), mode="append")
+    assert file_columns(root) == [["id", "p", "v"], ["id", "v"]]
+    want = _expected(_rows(range(3), "a"), _rows(range(3, 5), "b"))
+    assert _both(root) == (want, want)
