@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from deltalog import errors
 from deltalog.log.checkpoint_options import CheckpointOptions
-from deltalog.spark.session_clone import adopt, clone_with
+from deltalog.spark.session_clone import adopt, clone_with, spark_version
 from deltalog.timestamps import time_zone
 
 if TYPE_CHECKING:
@@ -103,6 +103,64 @@ def arrow_to_df(
         from pyspark.sql.pandas.types import from_arrow_schema
 
         return spark.createDataFrame(table.to_pylist(), from_arrow_schema(table.schema))
+
+
+def arrow_as_frame(
+    spark: SparkSession, table: pa.Table, schema: Any, *, partitions: int | None = None
+) -> DataFrame:
+    """``table`` (columns in the order and of the types of ``schema``, a Spark ``StructType``)
+    as a DataFrame of exactly ``schema``, RDD-based (not a ``LocalRelation``, whose every
+    analysis costs in proportion to its rows), in about ``partitions`` partitions.
+
+    On a classic PySpark 4 session the Arrow batches go to the JVM as PySpark's own
+    ``createDataFrame`` sends them, but cut into ``partitions`` batches by the caller and typed
+    by ``schema`` at once: no session clone for the batch size, no projection of casts (each
+    a few py4j calls per column), a fraction of the 92k-row change feed's time
+    (``bench/README.md``). Elsewhere (Spark Connect, PySpark 3.5): :func:`arrow_to_df` and a
+    projection to ``schema``'s types.
+    """
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is not None and table.num_columns == len(schema.fields):
+        with contextlib.suppress(ImportError, TypeError, ValueError, pa.ArrowException):
+            return _arrow_batches_to_jvm(spark, table, schema, partitions)
+    from pyspark.sql import functions as F
+
+    df = arrow_to_df(spark, table, local=False, partitions=partitions)
+    return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
+
+
+def _arrow_batches_to_jvm(
+    spark: SparkSession, table: pa.Table, schema: Any, partitions: int | None
+) -> DataFrame:
+    """PySpark 4's ``_create_from_arrow_table`` without its settings (raises ``ImportError``
+    where PySpark has no ``ArrowIteratorServer`` path: 3.5)."""
+    from pyspark.sql.pandas.serializers import ArrowStreamSerializer
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    jvm: Any = spark._jvm
+    if spark_version(spark) < (4, 0) or not hasattr(jvm, "ArrowIteratorServer"):
+        raise ImportError("PySpark 3.5 sends Arrow batches as an RDD of its own")
+    target = to_arrow_schema(schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC")
+    # Spark's TimestampType is UTC microseconds, as the change feed's rows hold them.
+    table = table.rename_columns(target.names).cast(target).combine_chunks()
+    size = max(-(-table.num_rows // max(partitions or 1, 1)), 1)
+    # No rows: one empty batch, so that the frame has a partition as PySpark's has.
+    empty = [pa.RecordBatch.from_pylist([], schema=target)]
+    batches = table.to_batches(max_chunksize=size) or empty
+    jiter = spark.sparkContext._serialize_to_jvm(
+        batches,
+        ArrowStreamSerializer(),
+        jvm.PythonSQLUtils.readArrowStreamFromFile,
+        jvm.ArrowIteratorServer,
+    )
+    # Below this many bytes of batches, Spark decodes them into a LocalRelation on the driver
+    # (0.1 s for 92k rows, and every later analysis pays in proportion): read in a clone.
+    clone = clone_with(spark, {"spark.sql.execution.arrow.localRelationThreshold": "0"})
+    assert clone is not None  # a classic session
+    jdf = jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), clone._jsparkSession)
+    df = adopt(spark, DataFrame(jdf, clone))
+    df._schema = schema  # what PySpark sets: the schema needs no trip to the JVM
+    return df
 
 
 def conf_get(spark: Any, key: str, default: str) -> str:

@@ -65,6 +65,7 @@ from deltalog.spark.read.scan import (
 from deltalog.spark.read.seam_scan import changes_through_seam
 from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import (
+    arrow_as_frame,
     arrow_to_df,
     conf_get,
     default_parallelism,
@@ -160,8 +161,7 @@ def _read_locally(spark: SparkSession, plan: ChangePlan, store: LogStore, schema
     """The rows of ``plan`` read here, as a DataFrame of ``schema`` in about as many partitions
     as the cluster has task slots."""
     rows = read_plan(plan, store)
-    df = arrow_to_df(spark, rows, local=False, partitions=default_parallelism(spark))
-    return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
+    return arrow_as_frame(spark, rows, schema, partitions=default_parallelism(spark))
 
 
 def _distinct(paths: pa.ChunkedArray) -> list[str]:
