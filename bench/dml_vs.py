@@ -1,13 +1,15 @@
-"""DML with deletion vectors: this checkout of deltalog against another one (``--vs PATH``, the
-root of a checkout such as a ``git worktree`` of an older commit), on ``bench/dml.py``'s table.
+"""DML: this checkout of deltalog against another one (``--vs PATH``, the root of a checkout
+such as a ``git worktree`` of an older commit), on ``bench/dml.py``'s tables.
 
 Each checkout runs in processes of its own (two versions of a package cannot share one), the
 two alternating (``--rounds`` of A B); each process builds its session as ``bench/dml.py``
 does, runs each command once untimed (JIT, Python workers), then ``--repeat`` timed runs, each
-on a fresh copy of the same 4M-row table with deletion vectors on. Figures are the medians
-over every round; ``this/vs`` is their ratio (the DV goal of issue 31: at most 1.10).
+on a fresh copy of the same table (``--rows``, in ``--files`` files) with deletion vectors on
+(``dv``) or off (``cow``: copy-on-write), as ``--layouts`` says. Figures are the medians over
+every round; ``this/vs`` is their ratio (the DV goal of issue 31: at most 1.10; issue 32: no
+command slower past the gate, ``--rows 32000000``).
 
-    python bench/dml_vs.py --vs /work/wt-old
+    python bench/dml_vs.py --vs /work/wt-old --layouts cow,dv
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 KINDS = ("delete", "update", "merge")
+LAYOUTS = ("cow", "dv")
 
 
-def child(repeat: int, rows: int, kinds: list[str]) -> None:
-    """Time the DV commands with whichever deltalog is importable; print one JSON line."""
+def child(repeat: int, rows: int, files: int, kinds: list[str], layouts: list[str]) -> None:
+    """Time the commands with whichever deltalog is importable; print one JSON line."""
     sys.path.insert(0, str(HERE))
     import dml
 
@@ -33,22 +36,25 @@ def child(repeat: int, rows: int, kinds: list[str]) -> None:
 
     spark = dml.session()
     deltalog.register(spark)
-    base = dml.build_base(spark, rows, True)
     source_df = spark.createDataFrame(dml.source_rows(rows, rows // 20)).cache()
     source_df.count()
     out: dict[str, list[float]] = {}
-    for kind in kinds:
-        command = dml.deltalog_command(spark, kind, source_df)
-        dml.measure(base, "warm", command)
-        out[kind] = [dml.measure(base, "vs", command) for _ in range(repeat)]
+    for layout in layouts:
+        base = dml.build_base(spark, rows, layout == "dv", files)
+        for kind in kinds:
+            command = dml.deltalog_command(spark, kind, source_df)
+            dml.measure(base, "warm", command)
+            out[f"{layout} {kind}"] = [dml.measure(base, "vs", command) for _ in range(repeat)]
     print("RESULT " + json.dumps({"deltalog": deltalog.__file__, "times": out}), flush=True)
     spark.stop()
 
 
-def run(root: Path, repeat: int, rows: int, kinds: list[str]) -> dict[str, list[float]]:
+def run(
+    root: Path, repeat: int, rows: int, files: int, kinds: list[str], layouts: list[str]
+) -> dict[str, list[float]]:
     env = dict(os.environ, PYTHONPATH=str(root / "src"), PYSPARK_PYTHON=sys.executable)
     command = [sys.executable, __file__, "--child", "--repeat", str(repeat), "--rows", str(rows)]
-    command += ["--only", ",".join(kinds)]
+    command += ["--files", str(files), "--only", ",".join(kinds), "--layouts", ",".join(layouts)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
     result = json.loads(line[len("RESULT ") :])
@@ -63,27 +69,32 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per process")
     parser.add_argument("--rows", type=int, default=4_000_000)
+    parser.add_argument("--files", type=int, default=16, help="files of the target")
     parser.add_argument("--only", default=",".join(KINDS), help="commands, comma-separated")
+    parser.add_argument(
+        "--layouts", default="dv", help="cow (copy-on-write), dv (deletion vectors) or both"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    kinds = args.only.split(",")
+    kinds, layouts = args.only.split(","), args.layouts.split(",")
     if args.child:
-        child(args.repeat, args.rows, kinds)
+        child(args.repeat, args.rows, args.files, kinds, layouts)
         return
     if args.vs is None:
         parser.error("--vs PATH is required")
     roots = {"this": HERE.parent, "vs": args.vs.resolve()}
-    times: dict[str, dict[str, list[float]]] = {n: {k: [] for k in kinds} for n in roots}
+    names = [f"{layout} {kind}" for layout in layouts for kind in kinds]
+    times: dict[str, dict[str, list[float]]] = {n: {k: [] for k in names} for n in roots}
     for r in range(args.rounds):
         for name, root in roots.items():
-            for kind, runs in run(root, args.repeat, args.rows, kinds).items():
+            for kind, runs in run(root, args.repeat, args.rows, args.files, kinds, layouts).items():
                 times[name][kind] += runs
         print(f"round {r + 1}/{args.rounds} done", flush=True)
-    print(f"DV commands, {args.rows:,} rows; medians of {args.rounds * args.repeat} runs")
-    print(f"{'command':<8} {'this':>8} {'vs':>8} {'this/vs':>8}")
-    for kind in kinds:
-        ours, theirs = (statistics.median(times[n][kind]) for n in roots)
-        print(f"{kind:<8} {ours:>7.3f}s {theirs:>7.3f}s {ours / theirs:>8.2f}")
+    print(f"{args.rows:,} rows in {args.files} files; medians of {args.rounds * args.repeat} runs")
+    print(f"{'command':<12} {'this':>8} {'vs':>8} {'this/vs':>8}")
+    for name in names:
+        ours, theirs = (statistics.median(times[n][name]) for n in roots)
+        print(f"{name:<12} {ours:>7.3f}s {theirs:>7.3f}s {ours / theirs:>8.2f}")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,11 @@ from deltalog.schema import (
 )
 from deltalog.storage.base import LogStore
 from deltalog.table_properties import TableProperties
-from deltalog.write.parquet_leaves import dictionary_leaves, non_floating_leaves
+from deltalog.write.parquet_leaves import (
+    dictionary_leaves,
+    distinct_columns,
+    non_floating_leaves,
+)
 from deltalog.write.partitioning import (
     directory_value,
     encode_log_path,
@@ -188,7 +192,13 @@ class _OpenFile:
     """One parquet file being written: its stream, writer, and running statistics."""
 
     def __init__(
-        self, store: LogStore, root: str, relative: str, schema: pa.Schema, layout: WriteLayout
+        self,
+        store: LogStore,
+        root: str,
+        relative: str,
+        schema: pa.Schema,
+        layout: WriteLayout,
+        plain: frozenset[str] = frozenset(),
     ) -> None:
         self.relative = relative
         self.path = f"{root.rstrip('/')}/{relative}"
@@ -208,7 +218,7 @@ class _OpenFile:
                 use_deprecated_int96_timestamps=False,
                 coerce_timestamps="us",
                 # Floating leaves: no dictionary, no footer min/max (parquet_leaves says why).
-                use_dictionary=dictionary_leaves(schema, carried),
+                use_dictionary=dictionary_leaves(schema, carried, plain),
                 write_statistics=non_floating_leaves(schema),
                 # Row ids run in sequence: delta encoding stores them in a few bits each.
                 column_encoding=dict.fromkeys(carried, "DELTA_BINARY_PACKED") or None,
@@ -465,7 +475,7 @@ class DataFileWriter:
         group.buffered, group.buffered_bytes = [], 0
         offset = 0
         while offset < table.num_rows:
-            file = group.file or self._open_file(group)
+            file = group.file or self._open_file(group, table.slice(offset))
             rows = self._rows_fitting(file, table, offset)
             piece = table.slice(offset, rows)
             file.write(piece, to_physical(piece, self._physical))
@@ -495,7 +505,9 @@ class DataFileWriter:
             return True
         return file.written >= layout.target_file_size * 15 / 16
 
-    def _open_file(self, group: _Group) -> _OpenFile:
+    def _open_file(self, group: _Group, first: pa.Table) -> _OpenFile:
+        """A new file of ``group``, whose first rows are ``first`` (they choose which columns
+        are written without dictionaries: :func:`distinct_columns`)."""
         layout = self._layout
         extension = _CODEC_EXTENSIONS[layout.compression.lower()]
         name = f"part-{self._task_id:05d}-{uuid.uuid4()}.c{group.file_count:03d}{extension}.parquet"
@@ -505,7 +517,10 @@ class DataFileWriter:
         else:
             folder = group.directory
         relative = f"{folder}/{name}" if folder else name
-        group.file = _OpenFile(self._store, layout.table_root, relative, self._physical, layout)
+        plain = distinct_columns(to_physical(first.slice(0, 4096), self._physical))
+        group.file = _OpenFile(
+            self._store, layout.table_root, relative, self._physical, layout, plain
+        )
         group.file_count += 1
         self._written.append(group.file.path)
         return group.file

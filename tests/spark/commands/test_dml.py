@@ -350,3 +350,52 @@ def test_file_codes_are_sparks_crc32(spark: Any) -> None:
     with pytest.raises(ValueError):
         codes.number(np.array([12345], np.int64))
     assert FileCodes.of(["file:/x", "file:/x"]) is None  # two files, one code: joined by path
+
+
+def test_merge_reads_a_cached_source_from_its_cache(spark: Any, delta: str, tmp_path: Path) -> None:
+    """A source the caller cached is read from its cached relation: under the caller's alias
+    (found by the identity of the cached plan, no lookup), not local-checkpointed on the Spark
+    engine; both engines give the rows the clauses say (deltalake reads them)."""
+    from deltalog.spark.commands import cached_source, merge_source
+    from deltalog.spark.engine import ENGINE_KEY
+    from tests.spark.confs import session_confs
+
+    target = [(i, "ab"[i % 2], i) for i in range(20)]
+    source = spark.createDataFrame(
+        [(i, "c", 100 + i) for i in range(10, 30)], "id long, p string, v long"
+    ).cache()
+    source.count()
+    expected = canonical(
+        pa.Table.from_pylist(
+            [{"id": i, "p": p, "v": v} for i, p, v in target if i < 10]
+            + [{"id": i, "p": "c", "v": 100 + i} for i in range(10, 30)]
+        )
+    )
+    try:
+        given = source.alias("s")
+        aliases, inner = cached_source._aliases(given._jdf.queryExecution().analyzed())
+        assert cached_source._entry_of(spark, inner) is not None  # by identity
+        over = cached_source.over_cache(given, spark)
+        assert over is not None
+        aliases, leaf = cached_source._aliases(over._jdf.queryExecution().analyzed())
+        assert [a.alias() for a in aliases] == ["s"]
+        assert leaf.getClass().getSimpleName() == "InMemoryRelation"
+        materialized, rows, release = merge_source.materialized(given, spark)
+        assert rows == 20
+        assert "LogicalRDD" not in str(materialized._jdf.queryExecution().analyzed())
+        release()
+        for engine in ("spark", "local"):
+            path = _write(spark, tmp_path / engine, target)
+            with session_confs(spark, {ENGINE_KEY: engine}):
+                table = DeltaTable.forPath(spark, path).alias("t")
+                merge = table.merge(source.alias("s"), "t.id = s.id")
+                result = merge.whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+                assert result.collect()[0].asDict() == {
+                    "num_affected_rows": 20,
+                    "num_updated_rows": 10,
+                    "num_deleted_rows": 0,
+                    "num_inserted_rows": 10,
+                }
+            assert canonical(oracle_rows(path)) == expected, engine
+    finally:
+        source.unpersist()

@@ -726,6 +726,23 @@ def test_void_columns_are_not_written(tmp_path: Path) -> None:
     assert stats_of(add)["nullCount"] == {"id": 0, "nothing": 2}
 
 
+def test_mostly_distinct_columns_are_written_without_dictionaries(tmp_path: Path) -> None:
+    # A column whose first rows are mostly distinct is written plain (its dictionary would
+    # overflow); a repetitive one keeps its dictionary. The rows are the same either way.
+    schema = schema_of(("id", LONG), ("k", LONG), ("s", STRING))
+    n = 5000
+    rows = [{"id": i, "k": i % 7, "s": f"s{i}"} for i in range(n)]
+    layout = WriteLayout(str(tmp_path), schema)
+    data = pa.Table.from_pylist(rows, schema=schema.to_arrow())
+    (add,) = DataFileWriter(LocalLogStore(), layout).write(data)
+    chunks = pq.ParquetFile(paths.resolve(str(tmp_path), add.path)).metadata.row_group(0)
+    dictionary = {
+        chunks.column(i).path_in_schema: chunks.column(i).has_dictionary_page for i in range(3)
+    }
+    assert dictionary == {"id": False, "k": True, "s": False}
+    assert read_parquet(paths.resolve(str(tmp_path), add.path), str(tmp_path)).to_pylist() == rows
+
+
 def test_column_mapping_partition_first_read_by_duckdb(tmp_path: Path) -> None:
     fields = mapped_schema().fields
     schema = StructType((fields[3], *fields[:3], fields[4]))  # the partition column first

@@ -43,6 +43,7 @@ from deltalog.commands.dml.merge_arrow import merge_rows, target_columns
 from deltalog.commands.dml.values import SqlValue
 from deltalog.scan.predicate import Predicate, has_opaque
 from deltalog.schema import StructType, compares_by_bytes
+from deltalog.spark.commands.cached_source import over_cache
 from deltalog.spark.engine import choose_engine, local_max_bytes
 from deltalog.spark.schema import from_spark_schema
 from deltalog.spark.session import conf_get, session_time_zone, to_arrow
@@ -238,9 +239,11 @@ def local_merge(
     the gate are collected, and a source with more goes to Spark."""
     snapshot = txn.snapshot
     assert snapshot is not None
-    jdf = getattr(source, "_jdf", None)
-    if jdf is None:
+    if getattr(source, "_jdf", None) is None:
         return None  # Spark Connect: the source's size is unknown without running it
+    # A cached source is collected from its cache without a cache lookup of its plan.
+    source = over_cache(source, spark) or source
+    jdf = source._jdf
     try:
         # The analysed plan's estimate (at least the optimised one's: no column pruned): the
         # optimised plan would look the source up in the cache first, and the collect below

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from deltalog.spark.commands.cached_source import over_cache
 from deltalog.spark.commands.merge_clauses import SOURCE_ID
 from deltalog.spark.session import is_connect
 
@@ -22,19 +23,27 @@ def materialized(
     it.
 
     The rows that matched are found once and the others inserted without joining the target
-    a second time, so the ids must not change between the two reads. On a classic session the
-    source is local-checkpointed: its lineage is cut, so every later plan built on it is
+    a second time, so the ids must not change between the two reads. On a classic session a
+    source the caller cached or persisted whole is read from its cached relation
+    (:func:`~deltalog.spark.commands.cached_source.over_cache`), without a checkpoint; any
+    other is local-checkpointed: its lineage is cut, so every later plan built on it is
     analysed quickly even when the source came from local data (a large ``LocalRelation``
     costs each analysis in proportion to its rows). Over Connect (whose column references
     name their plan) it is persisted instead, unless the caller persisted it already.
     """
-    source = given.withColumn(SOURCE_ID, F.monotonically_increasing_id())
     if not is_connect(spark):
+        cached = over_cache(given, spark)
+        if cached is not None:
+            # Cached blocks keep their partitions and their rows' order: the ids are stable.
+            source = cached.withColumn(SOURCE_ID, F.monotonically_increasing_id())
+            return source, cached.count(), lambda: None
         # The rows are counted by the checkpoint's own job.
         rows = Observation(f"deltalog_merge_source_{uuid.uuid4().hex}")
+        source = given.withColumn(SOURCE_ID, F.monotonically_increasing_id())
         observed = source.observe(rows, F.count(F.lit(1)).alias("n"))
         checkpointed = observed.localCheckpoint(eager=True)
         return checkpointed, int(rows.get["n"]), lambda: _free_checkpoint(checkpointed)
+    source = given.withColumn(SOURCE_ID, F.monotonically_increasing_id())
     # A source the caller persisted already has fixed partitions, so its ids are stable.
     if not _is_persisted(given):
         source = source.persist()
