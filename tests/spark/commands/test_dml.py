@@ -350,3 +350,68 @@ def test_file_codes_are_sparks_crc32(spark: Any) -> None:
     with pytest.raises(ValueError):
         codes.number(np.array([12345], np.int64))
     assert FileCodes.of(["file:/x", "file:/x"]) is None  # two files, one code: joined by path
+
+
+def _stages_run(spark: Any, command: Any) -> int:
+    """The Spark stages ``command()`` ran (skipped ones not counted)."""
+    import time
+
+    group = f"dml-{time.time_ns()}"
+    spark.sparkContext.setJobGroup(group, "DML stages")
+    try:
+        command()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    tracker = spark.sparkContext.statusTracker()
+    stages = set()
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        for stage in info.stageIds if info is not None else ():
+            got = tracker.getStageInfo(stage)
+            if got is not None and got.numCompletedTasks > 0:
+                stages.add(stage)
+    return len(stages)
+
+
+def test_copy_on_write_dml_on_spark_touches_only_matching_files_without_a_shuffle(
+    spark: Any, delta: str, tmp_path: Path
+) -> None:
+    """On Spark's executors, copy-on-write DELETE and UPDATE find the files holding a matching
+    row in one stage (no shuffle) and rewrite one stage more; files without such a row are
+    neither read again nor removed (reference: a file is touched iff it holds a matching row)."""
+    import pyarrow.parquet as pq
+
+    from tests.spark.confs import session_confs
+
+    rows = [(i, "x", i) for i in range(40)]
+    df = spark.createDataFrame(rows, "id long, p string, v long").repartitionByRange(4, "id")
+    path = str(tmp_path / "t")
+    df.write.format("delta").save(path)
+    ids = {
+        f: set(pq.read_table(os.path.join(path, f)).column("id").to_pylist())
+        for f in _parquet_files(path)
+    }
+    assert len(ids) == 4
+    table = DeltaTable.forPath(spark, path)
+    with session_confs(spark, {"spark.deltalog.engine": "spark"}):
+        deleting = [f for f, held in ids.items() if held & {3, 25}]
+        assert _stages_run(spark, lambda: table.delete("id IN (3, 25)")) == 2
+        updating = [f for f, held in ids.items() if held & {38}]
+        assert _stages_run(spark, lambda: table.update("id = 38", {"v": "-v"})) == 2
+        assert _stages_run(spark, lambda: table.delete("id % 50 = 49")) == 1  # no file touched
+    log = DeltaLog.for_table(path)
+    for version, touched in ((1, deleting), (2, updating)):
+        actions = [
+            json.loads(line)
+            for line in (Path(path) / "_delta_log" / f"{version:020d}.json")
+            .read_text()
+            .splitlines()
+        ]
+        removed = sorted(a["remove"]["path"] for a in actions if "remove" in a)
+        assert removed == sorted(touched)
+        assert sum(1 for a in actions if "add" in a) == len(touched)
+    assert log.update().version == 2
+    expected = [(i, "x", -i if i == 38 else i) for i in range(40) if i not in (3, 25)]
+    assert sorted(tuple(r.values()) for r in oracle_rows(path).to_pylist()) == expected
+    kept = set(ids) - set(deleting) - set(updating)
+    assert kept <= {a["path"] for a in log.update().all_files_arrow().to_pylist()}
