@@ -3,10 +3,10 @@
 A file is touched iff it holds a row the condition is true for (the reference's
 ``DeleteCommand``/``UpdateCommand`` name them with ``input_file_name()`` and ``distinct``: a
 shuffle of every matching row's path). Here the scan that filters the rows carries an
-observation (``DataFrame.observe``): the distinct file keys of its rows (``collect_set``) and
-their number, computed by each task as it reads and merged on the driver with the job's end.
-The job is one stage (a ``noop`` write, which only runs the plan); only O(files) keys per task
-reach the driver, never a row per matching row.
+observation (``DataFrame.observe``): the distinct file keys of its rows (``collect_set``, as
+JSON text) and their number, computed by each task as it reads and merged on the driver with
+the job's end. The job is one stage (a ``noop`` write, which only runs the plan); only
+O(files) keys per task reach the driver, never a row per matching row.
 
 Where a session cannot observe a write (PySpark 3.5's Spark Connect client has no
 ``Observation``), the keys are grouped by a shuffle as before (:func:`_grouped`).
@@ -14,6 +14,7 @@ Where a session cannot observe a write (PySpark 3.5's Spark Connect client has n
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pyspark
@@ -38,12 +39,13 @@ def _observed(spark: Any, matches: Any) -> tuple[set[str], int]:
     observation = _observation(spark)
     observed = matches.select(FILE).observe(
         observation,
-        F.collect_set(F.col(FILE)).alias(KEYS),
+        # As JSON text: PySpark 3.5's classic Observation hands arrays over as Java objects.
+        F.to_json(F.collect_set(F.col(FILE))).alias(KEYS),
         F.count(F.lit(1)).alias(ROWS),
     )
     observed.write.format("noop").mode("overwrite").save()
     metrics = observation.get
-    return set(metrics[KEYS] or ()), int(metrics[ROWS] or 0)
+    return {str(k) for k in json.loads(metrics[KEYS] or "[]")}, int(metrics[ROWS] or 0)
 
 
 def _grouped(matches: Any) -> tuple[set[str], int]:
