@@ -399,3 +399,77 @@ def test_merge_reads_a_cached_source_from_its_cache(spark: Any, delta: str, tmp_
             assert canonical(oracle_rows(path)) == expected, engine
     finally:
         source.unpersist()
+
+
+def _stages_run(spark: Any, command: Any) -> int:
+    """The Spark stages ``command()`` ran (skipped ones not counted)."""
+    import time
+
+    group = f"dml-{time.time_ns()}"
+    spark.sparkContext.setJobGroup(group, "DML stages")
+    try:
+        command()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    tracker = spark.sparkContext.statusTracker()
+    stages = set()
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        for stage in info.stageIds if info is not None else ():
+            got = tracker.getStageInfo(stage)
+            if got is not None and got.numCompletedTasks > 0:
+                stages.add(stage)
+    return len(stages)
+
+
+def test_copy_on_write_dml_on_spark_touches_only_matching_files_without_a_shuffle(
+    spark: Any, delta: str, tmp_path: Path
+) -> None:
+    """On Spark's executors, copy-on-write DELETE and UPDATE find the files holding a matching
+    row in one stage (no shuffle) and rewrite in one stage more; files without such a row are
+    neither rewritten nor removed (reference: a file is touched iff it holds a matching row)."""
+    _touch_only_matching_files(spark, tmp_path, lambda command: _stages_run(spark, command))
+
+
+@pytest.mark.connect
+def test_copy_on_write_dml_on_spark_over_connect(connect_spark: Any, tmp_path: Path) -> None:
+    deltalog.register(connect_spark)
+    _touch_only_matching_files(connect_spark, tmp_path, lambda command: command())
+
+
+def _touch_only_matching_files(spark: Any, tmp_path: Path, stages: Any) -> None:
+    import pyarrow.parquet as pq
+
+    from tests.spark.confs import session_confs
+
+    rows = [(i, "x", i) for i in range(40)]
+    df = spark.createDataFrame(rows, "id long, p string, v long").repartitionByRange(4, "id")
+    path = str(tmp_path / "t")
+    df.write.format("delta").save(path)
+    ids = {
+        f: set(pq.read_table(os.path.join(path, f)).column("id").to_pylist())
+        for f in _parquet_files(path)
+    }
+    assert len(ids) == 4
+    table = DeltaTable.forPath(spark, path)
+    with session_confs(spark, {"spark.deltalog.engine": "spark"}):
+        deleting = [f for f, held in ids.items() if held & {3, 25}]
+        assert stages(lambda: table.delete("id IN (3, 25)")) in (2, None)
+        updating = [f for f, held in ids.items() if held & {38}]
+        assert stages(lambda: table.update("id = 38", {"v": "-v"})) in (2, None)
+        assert stages(lambda: table.delete("id % 50 = 49")) in (1, None)  # no file touched
+    log = DeltaLog.for_table(path)
+    for version, touched in ((1, deleting), (2, updating)):
+        text = (Path(path) / "_delta_log" / f"{version:020d}.json").read_text()
+        actions = [json.loads(line) for line in text.splitlines()]
+        removed = sorted(a["remove"]["path"] for a in actions if "remove" in a)
+        assert removed == sorted(touched)
+        assert sum(1 for a in actions if "add" in a) == len(touched)
+        info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+        counted = "numDeletedRows" if version == 1 else "numUpdatedRows"
+        assert info["operationMetrics"][counted] == ("2" if version == 1 else "1")
+    assert log.update().version == 2
+    expected = [(i, "x", -i if i == 38 else i) for i in range(40) if i not in (3, 25)]
+    assert sorted(tuple(r.values()) for r in oracle_rows(path).to_pylist()) == expected
+    kept = set(ids) - set(deleting) - set(updating)
+    assert kept <= {a["path"] for a in log.update().all_files_arrow().to_pylist()}

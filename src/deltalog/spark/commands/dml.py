@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -46,6 +45,7 @@ from deltalog.scan.predicate import Predicate, parse_predicate
 from deltalog.scan.row_filter import typed_partitions
 from deltalog.spark.commands.local_dml import local_job, run_local, sql_values
 from deltalog.spark.commands.row_ids import carrying, updated_row_ids, without_row_ids
+from deltalog.spark.commands.touched_files import matching_files
 from deltalog.spark.commands.vector_job import Marks, MarkSpec, mark_rows, numbered, read_task
 from deltalog.spark.conditions import (
     condition_column,
@@ -58,7 +58,7 @@ from deltalog.spark.read.common import FILE, ROW, WHOLE, file_keys
 from deltalog.spark.read.row_tracking import tracked_scan
 from deltalog.spark.read.scan import scan_dataframe
 from deltalog.spark.schema import to_spark_schema
-from deltalog.spark.session import empty_frame, to_arrow
+from deltalog.spark.session import empty_frame
 from deltalog.spark.write.batch import write_change_rows, write_rows
 from deltalog.txn import operations
 
@@ -162,14 +162,14 @@ def _where(df: Any, hit: Any, *, matching: bool = True) -> Any:
 
 def find_touched(spark: SparkSession, txn: Transaction, files: pa.Table, hit: Any) -> Touched:
     """Scan ``files`` and keep those with a row where ``hit`` (a Column or a
-    :class:`SourceMatch`) holds (copy-on-write): one count per file reaches the driver."""
+    :class:`SourceMatch`) holds (copy-on-write): the scan's tasks report the files they
+    found such rows in, with no shuffle (:mod:`~deltalog.spark.commands.touched_files`)."""
+    if not files.num_rows:
+        return Touched(files, [], 0)
     snapshot = _snapshot(txn)
     scan = scan_dataframe(spark, snapshot, txn.log.store, files, row_ids=True)
-    matches = _where(scan, hit)
+    touched_keys, count = matching_files(spark, _where(scan, hit))
     keys = file_keys(snapshot, files)
-    counts = to_arrow(matches.groupBy(FILE).agg(F.count(F.lit(1)).alias("n")))
-    count = int(pc.sum(counts.column("n")).as_py() or 0)
-    touched_keys = set(counts.column(FILE).to_pylist())
     mask = pa.array([k in touched_keys for k in keys], pa.bool_())
     return Touched(files.filter(mask), [k for k in keys if k in touched_keys], count)
 

@@ -86,9 +86,10 @@ def _session_settings(spark: Any, schema: StructType) -> dict[str, str]:
     timestamp type (Spark before 4.2 ignores the write option; only timestamp columns care)
     and the proleptic Gregorian calendar for dates and timestamps."""
     settings = {}
-    if spark_version(spark) < _TIMESTAMP_OPTION_SINCE and _holds(schema, {"timestamp"}):
+    if _holds(schema, {"timestamp"}) and spark_version(spark) < _TIMESTAMP_OPTION_SINCE:
         settings[_TIMESTAMP_TYPE] = _MICROS
-    if _calendar(spark) != _CORRECTED and _holds(schema, {"date", "timestamp"}):
+    # The schema first: reading the session's calendar costs a py4j conf call (~6 ms).
+    if _holds(schema, {"date", "timestamp"}) and _calendar(spark) != _CORRECTED:
         settings[_REBASE] = _CORRECTED
     return settings
 
