@@ -9,7 +9,9 @@ Spark's JVM reader (:mod:`deltalog.spark.read.scan`) is the fast path for big sc
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -146,8 +148,10 @@ def read_parquet_files(
     and the index in ``paths`` of each row's file; ``None`` where one read cannot do it (a
     remote path, a missing file, a column that does not cast): read those file by file.
 
-    One pyarrow dataset scan: the files are opened and decoded on pyarrow's threads, without
-    the GIL, which is most of the cost of many small files (``bench/README.md``).
+    Files whose columns are ``physical``'s exactly are decoded each by its own reader on a
+    pool of threads (pyarrow decodes without the GIL); otherwise one pyarrow dataset scan
+    reads them all, casting as it must. Opening and decoding are most of the cost of many small
+    files (``bench/README.md``).
     """
     import pyarrow.dataset as ds  # only when rows are read
 
@@ -155,6 +159,10 @@ def read_parquet_files(
         return None
     if any(_holds_variant(f.type) for f in physical):
         return None  # file by file: a shredded variant is refused, not cast to its parts
+    if not any(p.startswith("file:") for p in paths):
+        exact = _read_exact(paths, physical, threads)
+        if exact is not None:
+            return exact
     fmt = ds.ParquetFileFormat(
         read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"),
         # Small local files: one read each is all pre-buffering would save (measured slower).
@@ -173,6 +181,60 @@ def read_parquet_files(
         order = np.lexsort((batches, files))  # stable: a batch's rows keep their order
         data, files = data.take(pa.array(order)), files[order]
     return data.drop_columns([_FRAGMENT, _BATCH]), files
+
+
+# Threads decoding files (pyarrow releases the GIL): a few per core, as small files also wait
+# on their reads.
+_THREADS = min(8, 2 * (os.cpu_count() or 1))
+_WHOLE_READ_BYTES = 16 << 20  # a file up to this size is read into memory in one call
+
+
+def _read_exact(
+    paths: Sequence[str], physical: pa.Schema, threads: bool
+) -> tuple[pa.Table, np.ndarray] | None:
+    """The rows of ``paths`` as :func:`read_parquet_files` returns them, each file read by
+    :func:`read_exact`; ``None`` when one of them cannot be."""
+    if threads and len(paths) > 1:
+        with ThreadPoolExecutor(min(_THREADS, len(paths))) as pool:
+            tables = list(pool.map(lambda p: read_exact(p, physical), paths))
+    else:
+        tables = [read_exact(p, physical) for p in paths]
+    read = [t for t in tables if t is not None]
+    return stack_files(read) if len(read) == len(tables) else None
+
+
+def read_exact(path: str, physical: pa.Schema) -> pa.Table | None:
+    """The ``physical`` columns of the local file ``path`` (not a ``file:`` URI), decoded by a
+    ``ParquetFile`` of its own (no dataset machinery: about a third of a small file's cost);
+    ``None`` unless the file holds them with exactly their types (nullability and metadata
+    aside) and can be read here: a missing or unreadable file is left to the readers that
+    raise its typed error."""
+    import pyarrow.parquet as pq  # only when rows are read
+
+    try:
+        with open(path, "rb") as f:
+            # A small file in one read: a reader on the path reads its footer, then its pages.
+            small = os.fstat(f.fileno()).st_size <= _WHOLE_READ_BYTES
+            source: Any = pa.BufferReader(f.read()) if small else path
+        parquet = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
+        found = parquet.schema_arrow
+        if any(found.get_field_index(name) < 0 for name in physical.names):
+            return None
+        data = parquet.read(columns=physical.names, use_threads=False)
+    except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    for got, wanted in zip(data.schema, physical, strict=True):
+        if not got.type.equals(wanted.type, check_metadata=False):
+            return None
+    return pa.Table.from_arrays(data.columns, schema=physical)
+
+
+def stack_files(tables: Sequence[pa.Table]) -> tuple[pa.Table, np.ndarray]:
+    """The rows of files read one by one (tables of one schema), one file after the other,
+    and the index in ``tables`` of each row's file."""
+    counts = np.fromiter((t.num_rows for t in tables), np.int64, len(tables))
+    file_of_row = np.repeat(np.arange(len(tables), dtype=np.int64), counts)
+    return pa.concat_tables(tables), file_of_row
 
 
 def _chunk_origins(data: pa.Table) -> tuple[np.ndarray, np.ndarray]:

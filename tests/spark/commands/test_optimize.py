@@ -229,28 +229,6 @@ def test_partitioned_z_order_refuses_partition_columns(
     assert e.value.error_class == "DELTA_ZORDERING_ON_PARTITION_COLUMN"
 
 
-def test_bin_keys_land_in_their_own_shuffle_partition(spark: Any) -> None:
-    """Spark's hash computed in Python (no probe job) matches Spark's own ``hash``, so
-    ``repartition(n, key)`` puts bin ``i``'s key in partition ``i``."""
-    import numpy as np
-    from pyspark.sql import functions as F
-
-    from deltalog.spark.commands.optimize import partition_keys, spark_hash_longs
-
-    rng = np.random.default_rng(7)
-    edges = [0, 1, -1, 2**31, -(2**31), 2**32, 2**63 - 1, -(2**63)]
-    values = edges + [int(v) for v in rng.integers(-(2**63), 2**63 - 1, 500, dtype=np.int64)]
-    frame = spark.createDataFrame([(v,) for v in values], "v long")
-    assert [r[0] for r in frame.select(F.hash("v")).collect()] == spark_hash_longs(
-        np.array(values, np.int64)
-    ).tolist()
-    for n in (1, 5, 37):
-        keys = partition_keys(n)
-        bins = spark.createDataFrame(list(enumerate(keys)), "bin long, key long")
-        placed = bins.repartition(n, "key").select("bin", F.spark_partition_id()).collect()
-        assert sorted((r[0], r[1]) for r in placed) == [(i, i) for i in range(n)]
-
-
 def test_the_engine_is_chosen_by_size_or_forced(
     spark: Any, delta: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

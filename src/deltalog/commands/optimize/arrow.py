@@ -37,9 +37,11 @@ from deltalog.commands.optimize.zorder import z_order_keys
 from deltalog.data_files import (
     TableLayout,
     physical_schema,
+    read_exact,
     read_parquet,
     read_parquet_files,
     rows_kept,
+    stack_files,
     to_logical,
     to_logical_files,
 )
@@ -162,17 +164,19 @@ def _write_z_ordered(
 
 
 _READ_THREADS = min(8, os.cpu_count() or 1)
-_SCAN_BYTES = 8 << 20  # files read by one scan: at most this many bytes of them
+_SCAN_BYTES = 8 << 20  # files assembled and handed to the writer together: about this many bytes
+_CHUNKS_AHEAD = 2  # chunks of files being decoded while the writer writes the last one
 _ROW_GROUP_BYTES = 32 << 20
 
 
 def _read_bin(
     snapshot: Snapshot, store: LogStore, files: Sequence[Mapping[str, Any]]
 ) -> Iterator[pa.Table]:
-    """The live rows of ``files``, in order, a scan of up to :data:`_SCAN_BYTES` of them at a
-    time (one pyarrow scan decodes many small files on its threads: their opens, not their
-    bytes, are a small file's cost), the next scan read while the last one's rows are written;
-    files one scan cannot read are read one by one."""
+    """The live rows of ``files``, in order, a chunk of up to :data:`_SCAN_BYTES` of them at a
+    time. Each file is decoded on a thread of its own, in order, up to :data:`_CHUNKS_AHEAD`
+    chunks ahead of the caller, so the files are read while the last chunk's rows are written
+    (a small file's cost is its open and decode, not its bytes); a chunk whose files cannot all
+    be read so is read by :func:`read_live_files`."""
     chunks: list[list[Mapping[str, Any]]] = [[]]
     held = 0
     for row in files:
@@ -182,13 +186,39 @@ def _read_bin(
         chunks[-1].append(row)
         held += row.get("size") or 0
     tracking = _tracking(snapshot)
-    with ThreadPoolExecutor(1, thread_name_prefix="deltalog-optimize") as pool:
-        ahead = pool.submit(read_live_files, snapshot, store, chunks[0], tracking)
-        for chunk in chunks[1:]:
-            rows = ahead.result()
-            ahead = pool.submit(read_live_files, snapshot, store, chunk, tracking)
-            yield rows
-        yield ahead.result()
+    physical = _scan_schema(snapshot) if tracking is None else None
+    if physical is None:  # file by file: row ids, or columns by field id
+        for chunk in chunks:
+            yield read_live_files(snapshot, store, chunk, tracking)
+        return
+    paths = [[_resolve(snapshot, r["path"]) for r in chunk] for chunk in chunks]
+    with ThreadPoolExecutor(_READ_THREADS, thread_name_prefix="deltalog-optimize") as pool:
+
+        def decode(i: int) -> list[Future[pa.Table | None]]:
+            return [pool.submit(read_exact, path, physical) for path in paths[i]]
+
+        ahead = deque(decode(i) for i in range(min(_CHUNKS_AHEAD, len(chunks))))
+        for i, chunk in enumerate(chunks):
+            decoding = ahead.popleft()
+            if i + _CHUNKS_AHEAD < len(chunks):
+                ahead.append(decode(i + _CHUNKS_AHEAD))
+            tables = [f.result() for f in decoding]
+            read = [t for t in tables if t is not None]
+            if len(read) < len(tables) or any(p.startswith("file:") for p in paths[i]):
+                yield read_live_files(snapshot, store, chunk)
+            else:
+                yield _live_logical(snapshot, store, chunk, *stack_files(read))
+
+
+def _scan_schema(snapshot: Snapshot) -> pa.Schema | None:
+    """The physical columns of ``snapshot``'s data files, read by name (``None`` under column
+    mapping by field id, read file by file)."""
+    layout = TableLayout.of(snapshot)
+    if layout.column_mapping_mode == "id":
+        return None
+    lowered = {c.lower() for c in layout.partition_columns}
+    fields = [f for f in layout.schema.fields if f.name.lower() not in lowered]
+    return physical_schema(fields, layout.column_mapping_mode)
 
 
 def read_live_files(
@@ -200,23 +230,34 @@ def read_live_files(
     """The live rows of ``files`` (log ``add`` rows), in order: deletion vectors applied,
     partition values added; one pyarrow scan where it can read them all. With ``tracking``,
     each row's id and commit version too (read file by file, as :func:`read_live_rows`)."""
-    layout = TableLayout.of(snapshot)
-    lowered = {c.lower() for c in layout.partition_columns}
-    fields = [f for f in layout.schema.fields if f.name.lower() not in lowered]
+    physical = _scan_schema(snapshot) if tracking is None else None
     read = None
-    if layout.column_mapping_mode != "id" and tracking is None:  # one scan: columns by name
-        paths = [_resolve(snapshot, r["path"]) for r in files]
-        read = read_parquet_files(paths, physical_schema(fields, layout.column_mapping_mode))
+    if physical is not None:  # one scan: columns by name
+        read = read_parquet_files([_resolve(snapshot, r["path"]) for r in files], physical)
     if read is None:
         parts = list(_read_ahead(lambda r: read_live_rows(snapshot, store, r, tracking), files))
         if not parts:
             return snapshot.schema.to_arrow().empty_table()
         return pa.concat_tables(parts, promote_options="default")
-    data, file_of_row = read
+    return _live_logical(snapshot, store, files, *read)
+
+
+def _live_logical(
+    snapshot: Snapshot,
+    store: LogStore,
+    files: Sequence[Mapping[str, Any]],
+    data: pa.Table,
+    file_of_row: np.ndarray,
+) -> pa.Table:
+    """The physical rows of ``files`` (grouped by file, in order; ``file_of_row`` the index
+    of each row's file) as logical rows: deletion vectors applied, partition values added."""
+    layout = TableLayout.of(snapshot)
     keep = _live(snapshot, store, files, file_of_row)
     if keep is not None:
         data, file_of_row = data.filter(pa.array(keep)), file_of_row[keep]
-    values = [dict(r.get("partitionValues") or []) for r in files]
+    values = (
+        [dict(r.get("partitionValues") or []) for r in files] if layout.partition_columns else []
+    )
     return to_logical_files(
         data,
         layout.schema,

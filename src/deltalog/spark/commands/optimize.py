@@ -6,11 +6,9 @@ The plan, commit and metrics are :mod:`deltalog.commands.optimize.plan`'s and
 :func:`~deltalog.spark.read.scan.scan_dataframe` (deletion vectors applied) and written with
 the table's Spark writer (:func:`~deltalog.spark.write.batch.write_rows`), ``dataChange=false``:
 
-* compaction: every bin in ONE Spark job. A single bin is read and written by one task
-  (``coalesce(1)``, as the reference writes a bin). With several, each row carries a key
-  chosen so that Spark's hash partitioning sends each bin to its own shuffle partition
-  (``repartition(n, key)``, which adaptive execution leaves alone), so each bin becomes
-  exactly one file;
+* compaction: each bin read and written by one task (``coalesce(1)``, as the reference
+  writes a bin: no shuffle), so each bin becomes one file; the bins' frames unioned, so one
+  Spark job writes many bins at once (the reference runs a job per bin, several at once);
 * Z-order: one job per partition of the table (the reference's bin), on the core's curve
   (:mod:`deltalog.commands.optimize.zorder`, which the pyarrow engine uses too): each Z-order
   column gets range ids from the core's bounds over a sample (a binary search of ``CASE WHEN``
@@ -30,10 +28,10 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -57,16 +55,15 @@ from deltalog.spark.commands.dml import start
 from deltalog.spark.commands.row_ids import carrying
 from deltalog.spark.conditions import partition_matcher
 from deltalog.spark.engine import choose_engine
-from deltalog.spark.read.common import FILE, ROW, file_keys
 from deltalog.spark.read.row_tracking import tracked_scan
 from deltalog.spark.session import arrow_to_df, conf_get, default_parallelism, to_arrow
+from deltalog.spark.session_clone import adopt, clone_with
 from deltalog.spark.write.batch import write_rows
 
 if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
     from deltalog.txn.transaction import Transaction
 
-_BIN_KEY = "__deltalog_bin_key"
 _Z = "__deltalog_z"
 
 
@@ -129,7 +126,7 @@ def optimize(spark: Any, log: DeltaLog, where: list[str], z_order_by: tuple[str,
     metrics = optimize_metrics(
         plan, adds, removes, start_ms=started, parallelism=_parallelism(spark)
     )
-    return spark.createDataFrame([(plan.snapshot.table_root, metrics.to_dict())], metrics_schema())
+    return metrics_frame(spark, plan.snapshot.table_root, metrics.to_dict())
 
 
 def write_bins(spark: Any, txn: Transaction, plan: OptimizePlan) -> list[AddFile]:
@@ -165,72 +162,61 @@ def _parallelism(spark: Any) -> int:
 def _compact(
     spark: Any, txn: Transaction, plan: OptimizePlan, write_plan: WritePlan
 ) -> list[AddFile]:
-    """All bins in one job, one task (so one file) per bin: a single bin's files read by one
-    task (``coalesce(1)``, as the reference writes each bin: no shuffle of its rows), several
-    bins' rows shuffled to one partition each."""
-    snapshot = plan.snapshot
-    store = txn.log.store
-    if len(plan.bins) == 1:
-        df, _ = tracked_scan(spark, snapshot, store, plan.files, "OPTIMIZE")
-        adds, _ = write_rows(df.coalesce(1), write_plan)
-        return adds
-    keys = partition_keys(len(plan.bins))
-    file_rows: dict[str, list[Any]] = {FILE: [], _BIN_KEY: []}
-    for key, b in zip(keys, plan.bins, strict=True):
-        paths = file_keys(snapshot, b.files)
-        file_rows[FILE] += paths
-        file_rows[_BIN_KEY] += [key] * len(paths)
-    bin_of_file = arrow_to_df(
-        spark, pa.table(file_rows, schema=pa.schema({FILE: pa.string(), _BIN_KEY: pa.int64()}))
-    )
-    df, _ = tracked_scan(spark, snapshot, store, plan.files, "OPTIMIZE", row_ids=True)
-    df = df.join(F.broadcast(bin_of_file), on=FILE).repartition(len(plan.bins), _BIN_KEY)
-    adds, _ = write_rows(df.drop(FILE, ROW, _BIN_KEY), write_plan)
+    """Each bin's files read and written by one task, as the reference writes a bin
+    (``coalesce(1)``: no shuffle of its rows), so each bin becomes one file.
+
+    On a classic session the bins' frames are unioned, so one job writes up to
+    :data:`_BINS_PER_JOB` bins, one task each; the union runs in a clone of the session with
+    ``spark.sql.unionOutputPartitioning`` off, as Spark 4 would otherwise read single-partition
+    branches in ONE task. On Spark Connect (no clone) each bin is a job of its own,
+    ``spark.databricks.delta.optimize.maxThreads`` (15) at once, as the reference runs them."""
+    frames = [_bin_frame(spark, txn, plan, b) for b in plan.bins]
+    clone = clone_with(spark, {_UNION_PARTITIONING: "false"}) if len(frames) > 1 else None
+    if clone is None and len(frames) > 1:
+        threads = min(len(frames), _max_threads(spark, plan.snapshot.table_root))
+        with ThreadPoolExecutor(threads, thread_name_prefix="deltalog-optimize") as pool:
+            written = list(pool.map(lambda df: write_rows(df, write_plan)[0], frames))
+        return [add for adds in written for add in adds]
+    adds: list[AddFile] = []
+    for first in range(0, len(frames), _BINS_PER_JOB):
+        df = _union(frames[first : first + _BINS_PER_JOB])
+        adds += write_rows(adopt(clone, df) if clone is not None else df, write_plan)[0]
     return adds
 
 
-def partition_keys(n: int) -> list[int]:
-    """``n`` longs whose Spark hash lands in shuffle partitions ``0 .. n-1``, in that order:
-    ``repartition(n, key)`` then puts the rows of key ``i`` alone in partition ``i``. Spark's
-    hash partitioning is ``pmod(hash(key), n)`` (:func:`spark_hash_longs`), computed here
-    rather than probed with a job."""
-    found = np.full(n, -1, np.int64)
-    start = 0
-    while (found < 0).any():
-        keys = np.arange(start, start + 16 * n + 64, dtype=np.int64)
-        parts = spark_hash_longs(keys) % n  # Python's % of a positive n is Spark's pmod
-        first = np.unique(parts, return_index=True)
-        missing = found[first[0]] < 0
-        found[first[0][missing]] = keys[first[1][missing]]
-        start += len(keys)
-    return [int(k) for k in found]
+# Bins written by one job: a union's analysis grows with its branches (bench/README.md).
+_BINS_PER_JOB = 64
+_UNION_PARTITIONING = "spark.sql.unionOutputPartitioning"
+_MAX_THREADS_KEY = "spark.databricks.delta.optimize.maxThreads"
 
 
-_C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
+def _bin_frame(spark: Any, txn: Transaction, plan: OptimizePlan, b: Bin) -> DataFrame:
+    """The live rows of bin ``b`` in one partition (one task reads its files)."""
+    df, _ = tracked_scan(spark, plan.snapshot, txn.log.store, b.files, "OPTIMIZE")
+    return df.coalesce(1)
 
 
-def spark_hash_longs(values: np.ndarray, seed: int = 42) -> np.ndarray:
-    """Spark's ``hash`` of ``long`` values (``Murmur3Hash``, seed 42: Murmur3 x86 32-bit of
-    the low then the high word), as ``int64`` holding the signed 32-bit results."""
-    with np.errstate(over="ignore"):
-        words = values.astype(np.int64).view(np.uint64)
-        low = (words & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        high = (words >> np.uint64(32)).astype(np.uint32)
-        h = np.full(len(values), seed, np.uint32)
-        for word in (low, high):
-            k = _rotl(word * _C1, 15) * _C2
-            h = _rotl(h ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
-        h ^= np.uint32(8)
-        h ^= h >> np.uint32(16)
-        h *= np.uint32(0x85EBCA6B)
-        h ^= h >> np.uint32(13)
-        h *= np.uint32(0xC2B2AE35)
-        h ^= h >> np.uint32(16)
-    return h.view(np.int32).astype(np.int64)
+def _union(frames: list[DataFrame]) -> DataFrame:
+    """The frames' rows, each frame's partitions kept as they are (a union adds no shuffle),
+    unioned as a balanced tree (a chain would analyse ever longer plans)."""
+    while len(frames) > 1:
+        pairs = [a.union(b) for a, b in zip(frames[::2], frames[1::2], strict=False)]
+        frames = pairs + ([frames[-1]] if len(frames) % 2 else [])
+    return frames[0]
 
 
-def _rotl(x: np.ndarray, r: int) -> np.ndarray:
-    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+def _max_threads(spark: Any, table: str) -> int:
+    """``spark.databricks.delta.optimize.maxThreads``: bins written at once (15 by default).
+
+    Raises:
+        InvalidArgumentError: it is not a positive whole number.
+    """
+    text = conf_get(spark, _MAX_THREADS_KEY, "15").strip()
+    if not text.isdigit() or int(text) < 1:
+        raise errors.invalid_argument(
+            f"{_MAX_THREADS_KEY} is {text!r}; set it to a positive whole number", table
+        )
+    return int(text)
 
 
 # -- Z-order -------------------------------------------------------------------------------------
@@ -303,6 +289,15 @@ def z_value(ids: list[Any], bits: int) -> Any:
 
 
 # -- the metrics DataFrame -----------------------------------------------------------------------
+
+
+def metrics_frame(spark: Any, path: str, metrics: dict[str, Any]) -> DataFrame:
+    """The one-row metrics DataFrame, made from Arrow (a local relation: collecting it runs
+    no job, where a frame of Python rows is an RDD)."""
+    from pyspark.sql.pandas.types import to_arrow_schema  # pandas: only when it is made
+
+    schema = to_arrow_schema(metrics_schema())
+    return arrow_to_df(spark, pa.Table.from_pylist([{"path": path, "metrics": metrics}], schema))
 
 
 def metrics_schema() -> T.StructType:
