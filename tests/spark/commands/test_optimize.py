@@ -119,6 +119,29 @@ def test_compaction_with_where_and_the_metrics_dataframe(
     assert e.value.error_class == "DELTA_NON_PARTITION_COLUMN_REFERENCE"
 
 
+def test_each_bin_of_an_unpartitioned_table_becomes_one_file(
+    spark: Any, delta: str, engine: str, tmp_path: Path
+) -> None:
+    """Several bins in one partition: one file per bin (on Spark's engine each bin is one
+    task; a union that read all bins in one task would write fewer files than bins)."""
+    path = str(tmp_path / "t")
+    written = pa.table({"id": list(range(800)), "s": [f"s{i % 37}" for i in range(800)]})
+    for k in range(8):
+        deltalog.write_table(path, written.slice(k * 100, 100), mode="append")
+    total = sum(a["size_bytes"] for a in _adds(path))
+    # Bins of at most ~2.5 files: the eight files pack into at least three bins.
+    with session_confs(
+        spark, {"spark.databricks.delta.optimize.maxFileSize": str(total * 5 // 16)}
+    ):
+        (row,) = DeltaTable.forPath(spark, path).optimize().executeCompaction().collect()
+    metrics = row["metrics"]
+    assert metrics["numBins"] >= 3 and metrics["numFilesRemoved"] == 8
+    assert metrics["numFilesAdded"] == metrics["numBins"]
+    after = _adds(path)
+    assert len(after) == metrics["numBins"]
+    assert canonical(oracle_rows(path)) == canonical(written)
+
+
 def _overlapping(adds: list[dict[str, Any]], column: str, value: int) -> int:
     """Files whose [min, max] of ``column`` may hold ``value`` (stats as deltalake reads them)."""
     return sum(a["min"][column] <= value <= a["max"][column] for a in adds)
@@ -186,9 +209,7 @@ def _file_rows(path: str) -> dict[str, list[list[dict[str, Any]]]]:
     return out
 
 
-def test_both_engines_lay_out_a_z_order_identically(
-    spark: Any, delta: str, tmp_path: Path
-) -> None:
+def test_both_engines_lay_out_a_z_order_identically(spark: Any, delta: str, tmp_path: Path) -> None:
     # Two partitions of 200 rows, x distinct (one NULL) and y strings: every row its own
     # Z-value, so the order inside a file is the curve's alone.
     n = 200
