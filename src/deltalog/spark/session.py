@@ -163,6 +163,13 @@ def _arrow_batches_to_jvm(
     return df
 
 
+def free_local_checkpoint(df: DataFrame) -> None:
+    """Drop a local checkpoint's blocks now rather than when the JVM collects its RDD."""
+    # Not a LogicalRDD (a future Spark): the context cleaner frees it later.
+    with contextlib.suppress(Exception):
+        df._jdf.queryExecution().analyzed().rdd().unpersist(False)
+
+
 def conf_get(spark: Any, key: str, default: str) -> str:
     """The session's setting ``key``, or ``default`` where it is not set (as
     ``spark.conf.get(key, default)``, which a classic session answers in milliseconds: py4j

@@ -3,7 +3,6 @@ id per row, so that the rows matched in the first phase are known by id in the s
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import Callable
 
@@ -12,7 +11,7 @@ from pyspark.sql import functions as F
 
 from deltalog.spark.commands.cached_source import over_cache
 from deltalog.spark.commands.merge_clauses import SOURCE_ID
-from deltalog.spark.session import is_connect
+from deltalog.spark.session import free_local_checkpoint, is_connect
 
 
 def materialized(
@@ -42,20 +41,13 @@ def materialized(
         source = given.withColumn(SOURCE_ID, F.monotonically_increasing_id())
         observed = source.observe(rows, F.count(F.lit(1)).alias("n"))
         checkpointed = observed.localCheckpoint(eager=True)
-        return checkpointed, int(rows.get["n"]), lambda: _free_checkpoint(checkpointed)
+        return checkpointed, int(rows.get["n"]), lambda: free_local_checkpoint(checkpointed)
     source = given.withColumn(SOURCE_ID, F.monotonically_increasing_id())
     # A source the caller persisted already has fixed partitions, so its ids are stable.
     if not _is_persisted(given):
         source = source.persist()
         return source, source.count(), source.unpersist
     return source, source.count(), lambda: None
-
-
-def _free_checkpoint(df: DataFrame) -> None:
-    """Drop a local checkpoint's blocks now rather than when the JVM collects its RDD."""
-    # Not a LogicalRDD (a future Spark): the context cleaner frees it later.
-    with contextlib.suppress(Exception):
-        df._jdf.queryExecution().analyzed().rdd().unpersist(False)
 
 
 def _is_persisted(df: DataFrame) -> bool:

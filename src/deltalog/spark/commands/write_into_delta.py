@@ -12,7 +12,6 @@ driver commits once.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -26,7 +25,7 @@ from deltalog.commands.write.write_into_delta import WritePlan, commit_write, pr
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import parse_schema
 from deltalog.spark.commands.dml import SourceMatch, delete_actions, delete_matching_actions
-from deltalog.spark.session import configure_log, is_connect
+from deltalog.spark.session import configure_log, free_local_checkpoint, is_connect
 from deltalog.spark.storage import register_session
 from deltalog.spark.write.batch import parse_writer_options, write_change_rows, write_rows
 from deltalog.storage.options import STORAGE_PREFIXES, StorageOptions
@@ -97,13 +96,7 @@ def _evaluated_once(df: Any) -> tuple[Any, Callable[[], object]]:
         persisted.count()
         return persisted, persisted.unpersist
     checkpointed = df.localCheckpoint(eager=True)
-
-    def release() -> None:
-        # Drop the checkpoint's blocks now rather than when the JVM collects its RDD.
-        with contextlib.suppress(Exception):
-            checkpointed._jdf.queryExecution().analyzed().rdd().unpersist(False)
-
-    return checkpointed, release
+    return checkpointed, lambda: free_local_checkpoint(checkpointed)
 
 
 def _replace_where(
