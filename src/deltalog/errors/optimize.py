@@ -57,6 +57,23 @@ def z_ordering_on_column_without_stats(columns: Iterable[str], table: str) -> In
     )
 
 
+def failed_recognize_predicate(where: str, reason: str, table: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "DELTA_FAILED_RECOGNIZE_PREDICATE",
+        f"Cannot recognize the predicate '{where}': {reason}",
+        table=table,
+        help="write the partition filter as a Spark SQL boolean expression over partition columns.",
+    )
+
+
+def subquery_in_partition_predicate(where: str, table: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "DELTA_UNSUPPORTED_SUBQUERY_IN_PARTITION_PREDICATES",
+        f"Subquery is not supported in partition predicates: {where!r}.",
+        table=table,
+    )
+
+
 def unsupported_predicate(where: str, reason: str, table: str) -> InvalidArgumentError:
     return InvalidArgumentError(
         "DELTA_UNSUPPORTED_PREDICATE",

@@ -162,7 +162,7 @@ def typed_partitions(snapshot: Snapshot, files: pa.Table) -> pa.Table:
 def partition_matches(
     snapshot: Snapshot,
     files: pa.Table,
-    predicate: Predicate,
+    predicate: Predicate | None,
     matcher: PartitionMatcher | None = None,
 ) -> pa.Array:
     """For each file, whether a partition-only ``predicate`` is TRUE for its rows (NULL and
@@ -180,6 +180,8 @@ def partition_matches(
     typed = typed_partitions(snapshot, files)
     if matcher is not None:
         return matcher(typed)
+    if predicate is None:
+        raise TypeError("partition_matches needs a predicate or a matcher")
     return is_true(
         evaluate(predicate, typed, table=snapshot.table_root, schema=snapshot.schema)
     )

@@ -17,13 +17,14 @@ from typing import Any
 
 import pyarrow as pa
 import sqlglot
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
 
 from deltalog import errors
+from deltalog.errors import optimize as optimize_errors
 from deltalog.scan.row_filter import PartitionMatcher
 from deltalog.spark.session import arrow_to_df, empty_frame, to_arrow
 
@@ -105,6 +106,69 @@ def is_partition_condition(
     except AnalysisException:  # it names a data column
         return False
     return True
+
+
+def check_partition_filter(
+    spark: SparkSession,
+    schema: T.StructType,
+    partition_columns: Sequence[str],
+    text: str,
+    *,
+    table: str,
+) -> None:
+    """The reference's checks of an OPTIMIZE ``WHERE`` filter (``parsePredicates`` and
+    ``verifyPartitionPredicates``), with Spark's parser and analyzer: the text must parse, hold
+    no subquery, and name partition columns only (as Spark's resolver matches names). Nothing
+    runs; a plan over no rows is analysed.
+
+    Raises:
+        InvalidArgumentError: ``DELTA_FAILED_RECOGNIZE_PREDICATE`` (Spark cannot parse it),
+            ``DELTA_UNSUPPORTED_SUBQUERY_IN_PARTITION_PREDICATES``, or
+            ``DELTA_NON_PARTITION_COLUMN_REFERENCE`` (any column Spark cannot resolve among the
+            partition columns, a data column or an unknown one, as the reference names both).
+        AnalysisException: Spark's own refusal of a filter over partition columns
+            (``DATATYPE_MISMATCH``...).
+    """
+    # The reference rejects a subquery before looking at columns (a subquery's table need not
+    # exist for the refusal), so the text is checked first.
+    if _text_has_subquery(text):
+        raise optimize_errors.subquery_in_partition_predicate(text, table)
+    names = {c.lower() for c in partition_columns}
+    partition_schema = T.StructType([f for f in schema.fields if f.name.lower() in names])
+    try:
+        _analysed(empty_frame(spark, partition_schema).where(F.expr(text)))
+    except ParseException as e:
+        raise optimize_errors.failed_recognize_predicate(text, _first_line(e), table) from None
+    except AnalysisException as e:
+        column = _unresolved_column(e)
+        if column is None:
+            raise
+        raise optimize_errors.non_partition_column_reference(
+            column, partition_columns, table
+        ) from None
+
+
+def _text_has_subquery(text: str) -> bool:
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return False  # Spark's parser decides; a subquery sqlglot cannot parse is analysed
+    return any(True for _ in tree.find_all(exp.Select))
+
+
+def _unresolved_column(error: AnalysisException) -> str | None:
+    """The column Spark could not resolve (``UNRESOLVED_COLUMN.*``), dotted, or ``None``."""
+    condition = error.getCondition() if hasattr(error, "getCondition") else error.getErrorClass()
+    if not str(condition or "").startswith("UNRESOLVED_COLUMN"):
+        return None
+    name = (error.getMessageParameters() or {}).get("objectName")
+    if not name:
+        return None
+    return ".".join(part.strip("`") for part in name.split("`.`"))
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [""])[0]
 
 
 def _analysed(frame: Any) -> Any:

@@ -119,6 +119,71 @@ def test_compaction_with_where_and_the_metrics_dataframe(
     assert e.value.error_class == "DELTA_NON_PARTITION_COLUMN_REFERENCE"
 
 
+def test_where_means_what_spark_says_it_means(
+    spark: Any, delta: str, engine: str, tmp_path: Path
+) -> None:
+    """A partition filter is parsed and evaluated by Spark (functions deltalog's own parser
+    does not know included), and refused as the reference refuses it: a data or unknown
+    column, a subquery, text Spark cannot parse. Refusals commit nothing."""
+    import datetime as dt
+
+    path = str(tmp_path / "t")
+    days = [dt.date(2023, 12, 30), dt.date(2024, 1, 5), dt.date(2024, 2, 1), dt.date(2024, 3, 9)]
+    rows = pa.table({"id": list(range(80)), "d": [days[i % 4] for i in range(80)]})
+    for k in range(4):  # four files in each of the four partitions
+        deltalog.write_table(path, rows.slice(k * 20, 20), mode="append", partition_by=["d"])
+    expected = oracle_rows(path)
+    before = {a["path"] for a in _adds(path)}
+    version = deltalake.DeltaTable(path).version()
+
+    for bad, error_class in [
+        ("id > 3", "DELTA_NON_PARTITION_COLUMN_REFERENCE"),
+        ("nope = 1", "DELTA_NON_PARTITION_COLUMN_REFERENCE"),
+        (
+            "d IN (SELECT max(d) FROM range(3))",
+            "DELTA_UNSUPPORTED_SUBQUERY_IN_PARTITION_PREDICATES",
+        ),
+        ("d = = 1", "DELTA_FAILED_RECOGNIZE_PREDICATE"),
+    ]:
+        with pytest.raises(errors.InvalidArgumentError) as e:
+            DeltaTable.forPath(spark, path).optimize().where(bad).executeCompaction()
+        assert e.value.error_class == error_class, bad
+    assert deltalake.DeltaTable(path).version() == version
+
+    # year() and month() are Spark functions deltalog's parser refuses; Spark decides.
+    spark.sql(f"OPTIMIZE delta.`{path}` WHERE year(d) = 2024 AND month(d) > 1")
+    chosen = {day for day in days if day.year == 2024 and day.month > 1}
+    after = _adds(path)
+    kept = [a for a in after if a["path"] in before]
+    added = [a for a in after if a["path"] not in before]
+    assert sorted(a["partition"]["d"] for a in added) == sorted(chosen)
+    assert len(kept) == 4 * (len(days) - len(chosen))
+    assert canonical(oracle_rows(path)) == canonical(expected)
+    info = _last_commit(path)[0]["commitInfo"]
+    assert info["operationParameters"]["predicate"] == json.dumps(
+        ["year(d) = 2024 AND month(d) > 1"]
+    )
+
+
+def test_where_over_spark_connect(connect_spark: Any, tmp_path: Path) -> None:
+    """Over Connect, Spark's analyzer answers through the client: the same refusal, and a
+    filter deltalog's parser does not know compacts exactly its partitions."""
+    deltalog.register(connect_spark)
+    path = str(tmp_path / "t")
+    rows = pa.table({"id": list(range(60)), "p": ["ab", "Ab", "b"] * 20})
+    for k in range(3):
+        deltalog.write_table(path, rows.slice(k * 20, 20), mode="append", partition_by=["p"])
+    expected = oracle_rows(path)
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        DeltaTable.forPath(connect_spark, path).optimize().where("id = 1").executeCompaction()
+    assert e.value.error_class == "DELTA_NON_PARTITION_COLUMN_REFERENCE"
+    before = {a["path"] for a in _adds(path)}
+    DeltaTable.forPath(connect_spark, path).optimize().where("lower(p) = 'ab'").executeCompaction()
+    added = [a for a in _adds(path) if a["path"] not in before]
+    assert sorted(a["partition"]["p"] for a in added) == ["Ab", "ab"]
+    assert canonical(oracle_rows(path)) == canonical(expected)
+
+
 def test_each_bin_of_an_unpartitioned_table_becomes_one_file(
     spark: Any, delta: str, engine: str, tmp_path: Path
 ) -> None:

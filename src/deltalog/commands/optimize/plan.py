@@ -191,12 +191,15 @@ def plan_optimize(
         raise optimize_errors.clustering_with_partition_predicate(texts, snapshot.table_root)
     if cluster_by and z_order_by:
         raise optimize_errors.clustering_with_z_order_by(z_order_by, snapshot.table_root)
-    predicate = partition_predicate(snapshot, texts)
+    # With the engine's matcher the engine has checked the filters (the Spark layer: Spark's
+    # parser and analyzer) and decides which partitions match; deltalog's parse is then only
+    # the read set's predicate, and a filter it cannot parse is left out of it.
+    predicate = partition_predicate(snapshot, texts, engine_checked=matcher is not None)
     z_cols = validate_z_order_columns(
         snapshot, cluster_by or z_order_by, settings.check_z_order_stats
     )
     files = snapshot.all_files_arrow()
-    if predicate is not None and files.num_rows:
+    if texts and files.num_rows:
         files = files.filter(partition_matches(snapshot, files, predicate, matcher))
     candidates = files if z_cols else files.filter(_candidate_mask(files, settings))
     max_bin = (2**63 - 1) if z_cols else settings.max_file_size
@@ -208,7 +211,7 @@ def plan_optimize(
     return OptimizePlan(
         snapshot,
         tuple(bins),
-        tuple(simple_string(parse_predicate(text)) for text in texts),
+        tuple(_printed(text) for text in texts),
         predicate,
         z_cols,
         settings,
@@ -269,11 +272,19 @@ def _filter_texts(where: str | Sequence[str] | None) -> list[str]:
     return [where] if isinstance(where, str) else list(where)
 
 
-def partition_predicate(snapshot: Snapshot, texts: Sequence[str]) -> Predicate | None:
+def partition_predicate(
+    snapshot: Snapshot, texts: Sequence[str], *, engine_checked: bool = False
+) -> Predicate | None:
     """The ``where`` filters parsed, checked to name only partition columns, joined by AND.
 
+    ``engine_checked``: an engine (Spark) has checked the filters and evaluates them; a filter
+    deltalog cannot parse, or can parse but not evaluate, is then left out, so the result
+    selects at least the partitions the filters select (a read-set predicate stays sound when
+    it is wider than what was read) and ``None`` means every partition.
+
     Raises:
-        InvalidArgumentError: a filter cannot be parsed, or names a non-partition column.
+        InvalidArgumentError: a filter cannot be parsed (unless ``engine_checked``), or names
+            a non-partition column.
     """
     root = snapshot.table_root
     parts = list(snapshot.partition_columns)
@@ -283,8 +294,12 @@ def partition_predicate(snapshot: Snapshot, texts: Sequence[str]) -> Predicate |
         try:
             p = parse_predicate(text)
         except ValueError as e:
+            if engine_checked:
+                continue
             raise optimize_errors.unsupported_predicate(text, str(e), root) from None
         if has_opaque(p):
+            if engine_checked:
+                continue
             raise optimize_errors.unsupported_predicate(
                 text, "only comparisons of partition columns with literals are supported", root
             )
@@ -293,6 +308,14 @@ def partition_predicate(snapshot: Snapshot, texts: Sequence[str]) -> Predicate |
                 raise optimize_errors.non_partition_column_reference(name, parts, root)
         parsed = p if parsed is None else And(parsed, p)
     return parsed
+
+
+def _printed(text: str) -> str:
+    """A filter as Spark prints it for ``commitInfo`` when deltalog parses it, else as given."""
+    try:
+        return simple_string(parse_predicate(text))
+    except ValueError:
+        return text
 
 
 def validate_z_order_columns(

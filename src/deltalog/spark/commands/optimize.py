@@ -53,9 +53,10 @@ from deltalog.commands.write.write_into_delta import WritePlan, dml_plan
 from deltalog.spark import captured
 from deltalog.spark.commands.dml import start
 from deltalog.spark.commands.row_ids import carrying
-from deltalog.spark.conditions import partition_matcher
+from deltalog.spark.conditions import check_partition_filter, partition_matcher
 from deltalog.spark.engine import choose_engine
 from deltalog.spark.read.row_tracking import tracked_scan
+from deltalog.spark.schema import to_spark_schema
 from deltalog.spark.session import arrow_to_df, conf_get, default_parallelism, to_arrow
 from deltalog.spark.session_clone import adopt, clone_with
 from deltalog.spark.write.batch import write_rows
@@ -109,6 +110,15 @@ def optimize(spark: Any, log: DeltaLog, where: list[str], z_order_by: tuple[str,
     txn = start(log)
     assert txn.snapshot is not None
     settings = OptimizeSettings.from_conf(lambda key: _conf(spark, key))
+    snapshot = txn.snapshot
+    for text in where:  # Spark's parser and analyzer decide what a filter means, not deltalog's
+        check_partition_filter(
+            spark,
+            to_spark_schema(snapshot.schema),
+            snapshot.partition_columns,
+            text,
+            table=snapshot.table_root,
+        )
     matcher = partition_matcher(spark, " AND ".join(f"({w})" for w in where)) if where else None
     plan = plan_optimize(txn.snapshot, where, z_order_by, settings, matcher)
     plan.track_reads(txn)
