@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from deltalog import errors
 from deltalog.actions import Protocol
-from deltalog.geospatial import check_no_defaults, check_srids, check_stats_columns
+from deltalog.geospatial import check_no_defaults, check_srids
 from deltalog.schema import ArrayType, DataType, MapType, PrimitiveType, StructType, is_geo
 
 # Features implied by legacy protocol versions (no feature lists): name -> (min reader, min writer).
@@ -546,7 +546,6 @@ def _metadata_features(
     if is_geo(schema):
         check_srids(schema, table)
         check_no_defaults(schema, table)
-        check_stats_columns(schema, conf, table)
         # Not the stable feature where the preview one is there (old readers know only that).
         if "geospatial-dev" not in supported:
             out.add("geospatial")

@@ -21,13 +21,11 @@ head); delta-kernel's POINT bounds are not written (and are ignored when read).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from deltalog import errors
-from deltalog.errors import alter as alter_errors
 from deltalog.errors import optimize as optimize_errors
 from deltalog.schema import (
     MIXED_SRID_CRS,
@@ -35,10 +33,8 @@ from deltalog.schema import (
     DataType,
     GeoType,
     MapType,
-    StructField,
     StructType,
     is_geo,
-    simple_string,
 )
 
 WKB_EXTENSION = "geoarrow.wkb"
@@ -198,46 +194,6 @@ def check_no_defaults(schema: StructType, table: str | None) -> None:
                 found[0][1].json_name,
                 table or "",
                 help=f"drop the DEFAULT of column {f.name}: geospatial columns take none.",
-            )
-
-
-def check_not_clustered(fields: list[StructField], table: str) -> None:
-    """Refuse geospatial clustering columns: they have no min/max statistics (delta-spark's
-    ``ClusteredTableUtils.validateClusteringColumnsInStatsSchema``).
-
-    Raises:
-        InvalidArgumentError: ``DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED``.
-    """
-    geo = [f for f in fields if geo_columns(f.type)]
-    if geo:
-        described = ", ".join(f"{f.name} : {simple_string(f.type).upper()}" for f in geo)
-        raise alter_errors.clustering_columns_datatype_not_supported(table, described)
-
-
-def check_stats_columns(
-    schema: StructType, configuration: Mapping[str, str], table: str | None
-) -> None:
-    """Refuse a geospatial top-level column named in ``delta.dataSkippingStatsColumns``, as
-    delta-spark's ``StatisticsCollection.validateDataSkippingType`` does for a column that is
-    not a ``SkippingEligibleDataType`` (one inside a named struct only gets no statistics).
-    Names are split at commas and unquoted from backticks; a name that does not resolve so is
-    left to the statistics writer, which skips what it cannot find.
-
-    Raises:
-        InvalidArgumentError: ``DELTA_COLUMN_DATA_SKIPPING_NOT_SUPPORTED_TYPE``.
-    """
-    listed = {k.lower(): v for k, v in configuration.items()}.get("delta.dataskippingstatscolumns")
-    if not listed:
-        return
-    top = {f.name.lower(): f for f in schema.fields}
-    for part in str(listed).split(","):
-        name = part.strip()
-        if len(name) > 1 and name.startswith("`") and name.endswith("`"):
-            name = name[1:-1].replace("``", "`")
-        field = top.get(name.lower())
-        if field is not None and isinstance(field.type, GeoType):
-            raise alter_errors.data_skipping_not_supported_type(
-                table or "", field.name, simple_string(field.type)
             )
 
 

@@ -143,6 +143,39 @@ def clustering_columns_datatype_not_supported(table: str, described: str) -> Inv
     )
 
 
+def data_skipping_on_partition_column(table: str, column: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "DELTA_COLUMN_DATA_SKIPPING_NOT_SUPPORTED_PARTITIONED_COLUMN",
+        f"Data skipping is not supported for partition column '{column}'.",
+        table=table,
+        help=f"leave {column} out of delta.dataSkippingStatsColumns (partition values are "
+        "always used to skip files).",
+    )
+
+
+def duplicate_data_skipping_columns(table: str, columns: Iterable[str]) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "DELTA_DUPLICATE_DATA_SKIPPING_COLUMNS",
+        f"Duplicated data skipping columns found: {','.join(columns)}.",
+        table=table,
+        help="name each column once in delta.dataSkippingStatsColumns (a struct brings its "
+        "fields).",
+    )
+
+
+def clustering_column_missing_stats(
+    table: str, columns: str, stats_schema: str
+) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "DELTA_CLUSTERING_COLUMN_MISSING_STATS",
+        "Clustering requires clustering columns to have stats. Couldn't find clustering "
+        f"column(s) '{columns}' in stats schema:\n{stats_schema}",
+        table=table,
+        help="collect statistics on the column (delta.dataSkippingStatsColumns or "
+        "delta.dataSkippingNumIndexedCols) or cluster by another one.",
+    )
+
+
 def data_skipping_not_supported_type(
     table: str, column: str, type_name: str
 ) -> InvalidArgumentError:

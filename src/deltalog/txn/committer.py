@@ -52,6 +52,7 @@ from deltalog.features import (
 )
 from deltalog.log.filenames import commit_name
 from deltalog.schema import StructType, parse_schema
+from deltalog.skipping_columns import validate_stats_columns
 from deltalog.table_properties import TableProperties
 from deltalog.txn.conflicts import check_conflicts, in_commit_timestamp_after
 from deltalog.txn.hooks import CommittedVersion, run_post_commit_hooks
@@ -350,6 +351,10 @@ def _upgrade_protocol(
     """The protocol the new metadata needs (``delta.feature.*`` and version properties are
     folded into it and dropped from the configuration); never below the current one."""
     schema = parse_schema(metadata.schema_string) if metadata.schema_string else None
+    if schema is not None:  # the reference's updateMetadata checks the list on every update
+        validate_stats_columns(
+            schema, metadata.partition_columns, metadata.configuration, txn.table_root
+        )
     base = protocol if protocol is not None else current
     needed, configuration = protocol_for_table(metadata.configuration, schema, base)
     if configuration != metadata.configuration:

@@ -32,13 +32,10 @@ import pyarrow.parquet as pq
 
 from deltalog import errors
 from deltalog.schema import DataType, DecimalType, PrimitiveType, StructField, StructType
+from deltalog.skipping_columns import is_skipping_eligible, parse_column_list
 from deltalog.table_properties import TableProperties
 
 DEFAULT_STRING_PREFIX_LENGTH = 32
-_MIN_MAX_PRIMITIVES = frozenset(
-    {"byte", "short", "integer", "long", "float", "double", "date", "timestamp", "timestamp_ntz"}
-    | {"string"}
-)
 _ASCII_MAX = "\x7f"
 _UTF8_MAX = "\U0010ffff"
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -57,10 +54,7 @@ class StatsColumn:
 
     @property
     def has_min_max(self) -> bool:
-        t = self.data_type
-        return isinstance(t, DecimalType) or (
-            isinstance(t, PrimitiveType) and t.name in _MIN_MAX_PRIMITIVES
-        )
+        return is_skipping_eligible(self.data_type)
 
 
 def stats_columns(
@@ -118,45 +112,6 @@ def _selected_leaves(
             nested = _selected_leaves(f.type.fields, rests, (*path, f.name), (*key, name), mapped)
             out.extend(nested)
     return out
-
-
-def parse_column_list(text: str) -> list[tuple[str, ...]]:
-    """Comma-separated multi-part column names (``a, b.c, `x.y`.z``; backticks quote, doubled
-    backticks escape one), as ``delta.dataSkippingStatsColumns`` holds them.
-
-    Raises:
-        ValueError: an unclosed backtick.
-    """
-    columns: list[tuple[str, ...]] = []
-    parts: list[str] = []
-    current: list[str] = []
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if c == "`":
-            end = i + 1
-            while True:
-                end = text.find("`", end)
-                if end < 0:
-                    raise ValueError(f"unclosed backtick in column list {text!r}")
-                if text[end + 1 : end + 2] != "`":
-                    break
-                end += 2
-            current.append(text[i + 1 : end].replace("``", "`"))
-            i = end + 1
-            continue
-        if c in ".,":
-            parts.append("".join(current).strip())
-            current = []
-            if c == ",":
-                columns.append(tuple(parts))
-                parts = []
-        else:
-            current.append(c)
-        i += 1
-    parts.append("".join(current).strip())
-    columns.append(tuple(parts))
-    return [c for c in columns if any(c)]
 
 
 class _Leaf:

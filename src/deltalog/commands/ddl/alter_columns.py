@@ -29,14 +29,13 @@ from dataclasses import dataclass, replace
 
 from deltalog.actions import DomainMetadata
 from deltalog.column_defaults import CURRENT_DEFAULT
-from deltalog.commands.ddl.create_table import CLUSTERING_DOMAIN
+from deltalog.commands.ddl.create_table import CLUSTERING_DOMAIN, check_clustering_stats
 from deltalog.commands.optimize.plan import clustering_columns
 from deltalog.commands.write.identity import START as IDENTITY_START
 from deltalog.delta_log import DeltaLog
 from deltalog.errors import DeltaWriteError, TableNotFoundError
 from deltalog.errors import alter as alter_errors
 from deltalog.features import is_feature_supported
-from deltalog.geospatial import check_not_clustered
 from deltalog.log.snapshot import Snapshot
 from deltalog.schema import (
     DataType,
@@ -46,6 +45,7 @@ from deltalog.schema import (
     StructType,
     simple_string,
 )
+from deltalog.skipping_columns import drop_stats_columns, rename_stats_column
 from deltalog.storage.base import LogStore
 from deltalog.table_properties import TableProperties
 from deltalog.txn.operations import Operation
@@ -179,8 +179,15 @@ def rename_column(
     partitions = snapshot.metadata.partition_columns
     if len(column) == 1:
         partitions = tuple(new_name if p.lower() == old.name.lower() else p for p in partitions)
+    new_path = (*column[:-1], new_name)
+    configuration = rename_stats_column(snapshot.metadata.configuration, column, new_path)
     txn.update_metadata(
-        replace(snapshot.metadata, schema_string=schema.to_json(), partition_columns=partitions)
+        replace(
+            snapshot.metadata,
+            schema_string=schema.to_json(),
+            partition_columns=partitions,
+            configuration=configuration,
+        )
     )
     params = {"oldColumnPath": _dotted(column), "newColumnPath": _dotted((*column[:-1], new_name))}
     return txn.commit([], Operation("RENAME COLUMN", params))
@@ -226,7 +233,10 @@ def drop_columns(
         raise alter_errors.drop_clustering_column(table, clustered)
     for column in dropped:
         _check_dependents(snapshot, column)
-    txn.update_metadata(replace(snapshot.metadata, schema_string=schema.to_json()))
+    configuration = drop_stats_columns(snapshot.metadata.configuration, dropped)
+    txn.update_metadata(
+        replace(snapshot.metadata, schema_string=schema.to_json(), configuration=configuration)
+    )
     return txn.commit([], Operation("DROP COLUMNS", {"columns": [_dotted(c) for c in dropped]}))
 
 
@@ -252,7 +262,12 @@ def cluster_by(
     if snapshot.metadata.partition_columns:
         raise alter_errors.cluster_by_on_partitioned_table(table)
     fields = [column_field(snapshot.schema, tuple(c.split(".")), table) for c in wanted]
-    check_not_clustered(fields, table)
+    check_clustering_stats(
+        snapshot.schema,
+        snapshot.metadata.configuration,
+        [(tuple(c.split(".")), f.type) for c, f in zip(wanted, fields, strict=True)],
+        table,
+    )
     old = ",".join(clustering_columns(snapshot))
     new = ",".join(f.name for f in fields)
     if not clustered:

@@ -19,12 +19,13 @@ from deltalog import errors
 from deltalog.actions import Action, DomainMetadata, Metadata, remove_action
 from deltalog.commands.write.identity import START as IDENTITY_START
 from deltalog.delta_log import DeltaLog
-from deltalog.geospatial import check_not_clustered
-from deltalog.schema import StructType
+from deltalog.schema import DataType, StructType, simple_string
+from deltalog.skipping_columns import check_clustering_columns
 from deltalog.table_properties import TableProperties, validate_new_properties
 from deltalog.txn import operations
 from deltalog.txn.transaction import Transaction
 from deltalog.write.schema_evolution import assign_column_mapping, check_partition_columns
+from deltalog.write.stats import stats_columns
 
 KINDS = {
     "create": "CREATE TABLE",
@@ -120,7 +121,8 @@ def _metadata(
     configuration = validate_new_properties(spec.configuration, table)
     domains: list[DomainMetadata] = []
     if spec.cluster_by:
-        check_not_clustered([schema.field(c) for c in spec.cluster_by], table)
+        fields = [schema.field(c) for c in spec.cluster_by]
+        check_clustering_stats(schema, configuration, [((f.name,), f.type) for f in fields], table)
         columns = [[schema.field(c).name] for c in spec.cluster_by]
         configuration["delta.feature.clustering"] = "supported"
         domains.append(
@@ -170,3 +172,21 @@ def _check_empty_location(log: DeltaLog) -> None:
             table=root,
             help="choose an empty location, or convert the existing files to Delta first.",
         )
+
+
+def check_clustering_stats(
+    schema: StructType,
+    configuration: Mapping[str, str],
+    columns: Sequence[tuple[tuple[str, ...], DataType]],
+    table: str,
+) -> None:
+    """Refuse clustering ``columns`` (each a path of logical names and its type) that would get
+    no min/max statistics under ``configuration`` (``check_clustering_columns``).
+
+    Raises:
+        InvalidArgumentError: ``DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED``,
+            ``DELTA_CLUSTERING_COLUMN_MISSING_STATS``.
+    """
+    leaves = [c for c in stats_columns(schema, (), configuration) if c.has_min_max]
+    described = "\n".join(f" |-- {'.'.join(c.path)}: {simple_string(c.data_type)}" for c in leaves)
+    check_clustering_columns(columns, [c.path for c in leaves], described, table)
