@@ -98,6 +98,25 @@ def collation(field: StructField) -> str | None:
     return str(value) if value is not None and value not in _BINARY_COLLATIONS else None
 
 
+_CHAR_VARCHAR = re.compile(r"\s*(char|character|varchar)\s*\(\s*(\d+)\s*\)\s*", re.IGNORECASE)
+
+
+def parse_char_varchar(text: str) -> tuple[str, int] | None:
+    """``("char", n)`` or ``("varchar", n)`` for a Spark type string ``CHAR(n)``,
+    ``CHARACTER(n)`` or ``VARCHAR(n)`` (any case and spacing), else ``None``."""
+    m = _CHAR_VARCHAR.fullmatch(text)
+    if m is None:
+        return None
+    return ("varchar" if m.group(1).lower() == "varchar" else "char"), int(m.group(2))
+
+
+def char_varchar(field: StructField) -> tuple[str, int] | None:
+    """The ``CHAR(n)``/``VARCHAR(n)`` a string column was declared as (Spark keeps it as
+    ``__CHAR_VARCHAR_TYPE_STRING`` field metadata), or ``None``."""
+    declared = field.metadata.get(CHAR_VARCHAR_KEY)
+    return parse_char_varchar(declared) if isinstance(declared, str) else None
+
+
 def compares_by_bytes(field: StructField) -> bool:
     """Whether Spark compares ``field``'s values by their binary order (what min/max
     statistics and Arrow's kernels use). Not so for a column with a collation (``UTF8_LCASE``

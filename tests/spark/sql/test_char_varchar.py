@@ -73,3 +73,39 @@ def test_char_varchar_columns_are_kept_and_enforced(spark: Any, tmp_path: Path) 
     stored = sorted(tuple(r.values()) for r in oracle_rows(root).to_pylist())
     assert stored == want
     assert DeltaLog.for_table(root).update().version == len(VALUES)  # the failed writes: none
+
+
+@pytest.mark.parametrize("engine", ["spark", "local"])
+def test_update_and_merge_fit_values_on_both_engines(
+    spark: Any, tmp_path: Path, engine: str
+) -> None:
+    """UPDATE and MERGE store CHAR/VARCHAR values as Spark writes them on either engine: the
+    stored bytes (deltalake's rows, no read-side padding) are padded and trimmed, and a value
+    too long fails the command with nothing committed."""
+    from tests.spark.confs import session_confs
+
+    fmt = deltalog.register(spark)
+    root = str(tmp_path / "t")
+    spark.sql(f"CREATE TABLE delta.`{root}` (id INT, c CHAR(3), v VARCHAR(4)) USING delta")
+    spark.sql(f"INSERT INTO delta.`{root}` VALUES (1, 'ab', 'ab'), (2, 'x', 'y')")
+    with session_confs(spark, {"spark.deltalog.engine": engine}):
+        table = DeltaTable.forPath(spark, root)
+        version = DeltaLog.for_table(root).update().version
+        with pytest.raises(errors.DeltaWriteError) as e:
+            table.update("id = 1", {"v": "'abcdefg'"})
+        assert e.value.error_class == "EXCEED_LIMIT_LENGTH"
+        assert DeltaLog.for_table(root).update().version == version
+        table.update("id = 2", {"c": "'z'", "v": "'q   '"})
+        source = spark.createDataFrame(
+            [(3, "m", "n"), (1, "k", "kkkk  ")], "id int, c string, v string"
+        )
+        (
+            table.alias("t")
+            .merge(source.alias("s"), "t.id = s.id")
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
+    stored = sorted(tuple(r.values()) for r in oracle_rows(root).to_pylist())
+    assert stored == [(1, "k  ", "kkkk"), (2, "z  ", "q   "), (3, "m  ", "n")]
+    assert sorted(tuple(r) for r in spark.read.format(fmt).load(root).collect()) == stored

@@ -49,6 +49,7 @@ from deltalog.scan.predicate import Predicate, columns
 from deltalog.scan.row_filter import is_partition_only, partition_matches
 from deltalog.schema import to_arrow
 from deltalog.txn import operations
+from deltalog.write.char_varchar import fit_values
 
 T = TypeVar("T")
 
@@ -290,6 +291,7 @@ def _assign(
     """``rows`` with ``values`` set where ``hit`` is true (an updated row's commit version,
     when the rows carry one, becomes null: the commit's own)."""
     columns = []
+    fields = {f.name: f for f in job.snapshot.schema.fields}
     version = job.tracking.row_commit_version if job.tracking is not None else None
     for name in rows.column_names:
         if name == version:
@@ -302,6 +304,7 @@ def _assign(
         if isinstance(value, SqlValue):
             zone = job.zone_or_utc
             value = value.compute(rows, types[name], name=name, table=job.root, zone=zone)
+        value = fit_values(value, fields[name], job.root)  # CHAR/VARCHAR, as Spark stores it
         columns.append(pc.if_else(hit, value, rows.column(name)))
     return pa.Table.from_arrays(columns, schema=rows.schema)
 

@@ -38,6 +38,7 @@ from deltalog.scan.predicate import And, Comparison, Literal, Predicate
 from deltalog.schema import StructField, StructType, compares_by_bytes
 from deltalog.txn import operations
 from deltalog.txn.operations import MergePredicate
+from deltalog.write.char_varchar import fit_char_varchar
 from deltalog.write.file_writer import conform_table
 
 ROW, TARGET, SOURCE = "__deltalog_row", "__deltalog_t", "__deltalog_s"
@@ -246,6 +247,8 @@ class _Merge:
         data = pa.table(columns) if columns else pa.table({})
         fields = tuple(StructField(f.name, f.type, True, f.metadata) for f in needed)
         rows = conform_table(data, StructType(fields), job.root)
+        if writes:  # the values written to CHAR/VARCHAR columns, as Spark stores them
+            rows = fit_char_varchar(rows, schema, job.root)
         rows = rows.append_column(SOURCE, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
         self.materialize_ms = elapsed_ms_since(started)
         return rows

@@ -21,6 +21,7 @@ from deltalog.commands.write.write_into_delta import (
 )
 from deltalog.delta_log import DeltaLog
 from deltalog.schema import schema_from_arrow
+from deltalog.write.char_varchar import fit_char_varchar
 from deltalog.write.file_writer import DataFileWriter
 
 SCHEMA_MODES = (None, "merge", "overwrite")
@@ -108,6 +109,7 @@ def write_table(
     with DataFileWriter(log.store, plan.layout) as writer:
         for batch in batches:
             batch = _fill_identity(batch, identity, next_values)
+            batch = fit_char_varchar(batch, plan.layout.schema, log.table_root)
             check_batch(plan, batch)
             writer.add(batch)
         adds = writer.finish()

@@ -4,14 +4,13 @@ expression or an :class:`IdentityGenerator`), nullability and a comment, as sche
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from deltalog import errors
-from deltalog.schema import CHAR_VARCHAR_KEY
+from deltalog.schema import CHAR_VARCHAR_KEY, parse_char_varchar
 from deltalog.spark.api import arguments
 
 
@@ -116,9 +115,6 @@ def sql_type_json(spark: SparkSession, data_type: str | T.DataType) -> Any:
     return json.loads(parsed.json())
 
 
-_CHAR_VARCHAR = re.compile(r"\s*(char|character|varchar)\s*\(\s*(\d+)\s*\)\s*", re.IGNORECASE)
-
-
 def char_varchar(data_type: str | T.DataType) -> str | None:
     """``char(n)`` or ``varchar(n)`` when ``data_type`` is one (as SQL text or Spark's
     ``CharType``/``VarcharType``), else ``None``.
@@ -129,9 +125,5 @@ def char_varchar(data_type: str | T.DataType) -> str | None:
     """
     if isinstance(data_type, T.CharType | T.VarcharType):
         return data_type.simpleString()
-    if isinstance(data_type, str):
-        m = _CHAR_VARCHAR.fullmatch(data_type)
-        if m is not None:
-            kind = "varchar" if m.group(1).lower() == "varchar" else "char"
-            return f"{kind}({int(m.group(2))})"
-    return None
+    declared = parse_char_varchar(data_type) if isinstance(data_type, str) else None
+    return f"{declared[0]}({declared[1]})" if declared is not None else None

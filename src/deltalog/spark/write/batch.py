@@ -47,7 +47,7 @@ from deltalog.commands.write.write_into_delta import (
     WritePlan,
     change_data_layout,
 )
-from deltalog.schema import CHAR_VARCHAR_KEY, StructType
+from deltalog.schema import StructType, char_varchar
 from deltalog.spark.schema import spark_type
 from deltalog.spark.session import conf_get, to_arrow
 from deltalog.spark.storage import note_path
@@ -351,9 +351,6 @@ def _row_text(df: Any) -> Any:
 _RULE = re.compile(r"\[deltalog:([A-Z_]+)\] (.*?)(?:\n|$|\" *\}|\. SQLSTATE)", re.S)
 
 
-_DECLARED = re.compile(r"(char|varchar)\((\d+)\)")
-
-
 def _char_varchar_checked(df: Any, schema: StructType) -> Any:
     """``df`` with each ``CHAR(n)``/``VARCHAR(n)`` column's values as Spark writes them to such
     a column (``CharVarcharCodegenUtils``): a longer value loses trailing spaces down to n, and
@@ -361,11 +358,11 @@ def _char_varchar_checked(df: Any, schema: StructType) -> Any:
     with spaces to n."""
     present = {c.lower(): c for c in df.columns}
     for f in schema.fields:
-        m = _DECLARED.fullmatch(str(f.metadata.get(CHAR_VARCHAR_KEY, "")).lower())
+        declared = char_varchar(f)
         name = present.get(f.name.lower())
-        if m is None or name is None:
+        if declared is None or name is None:
             continue
-        limit = int(m.group(2))
+        kind, limit = declared
         value = F.col(f"`{name}`")
         msg = (
             f"{_CHECK_MARKER}EXCEED_LIMIT_LENGTH] Exceeds char/varchar type length "
@@ -376,7 +373,7 @@ def _char_varchar_checked(df: Any, schema: StructType) -> Any:
             .when(F.length(F.rtrim(value)) <= limit, F.substring(value, 1, limit))
             .otherwise(F.raise_error(F.lit(msg)).cast("string"))
         )
-        if m.group(1) == "char":
+        if kind == "char":
             fitted = F.rpad(fitted, limit, " ")
         df = df.withColumn(name, fitted)
     return df

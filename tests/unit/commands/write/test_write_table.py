@@ -456,3 +456,44 @@ def test_write_partition_columns_to_parquet_property(tmp_path: Path) -> None:
     assert file_columns(root) == [["id", "p", "v"], ["id", "v"]]
     want = _expected(_rows(range(3), "a"), _rows(range(3, 5), "b"))
     assert _both(root) == (want, want)
+
+
+def test_char_and_varchar_values_are_fitted_as_spark_writes_them(tmp_path: Path) -> None:
+    """A table declared with CHAR(3) and VARCHAR(4) (Spark's ``__CHAR_VARCHAR_TYPE_STRING``
+    metadata): write_table, UPDATE and MERGE store values padded (CHAR) and trimmed of trailing
+    spaces beyond the length, and refuse a longer value with nothing committed."""
+    from deltalog.commands.ddl.create_table import TableSpec, create_table
+    from deltalog.commands.dml.arrow import merge, update
+    from deltalog.schema import CHAR_VARCHAR_KEY, PrimitiveType, StructField, StructType
+
+    root = str(tmp_path / "t")
+    string = PrimitiveType("string")
+    schema = StructType(
+        (
+            StructField("id", PrimitiveType("integer"), True, {}),
+            StructField("c", string, True, {CHAR_VARCHAR_KEY: "char(3)"}),
+            StructField("v", string, True, {CHAR_VARCHAR_KEY: "varchar(4)"}),
+        )
+    )
+    create_table(root, "create", TableSpec(schema))
+    rows = pa.table(
+        {
+            "id": pa.array([1, 2, 3], pa.int32()),
+            "c": ["ab", "abc  ", None],
+            "v": ["abcd  ", "", "é"],
+        }
+    )
+    write_table(root, rows, mode="append")
+    for bad in ({"id": [9], "c": ["abcd"], "v": ["a"]}, {"id": [9], "c": ["a"], "v": ["abcde"]}):
+        with pytest.raises(errors.DeltaWriteError) as e:
+            write_table(root, pa.table(bad, schema=rows.schema), mode="append")
+        assert e.value.error_class == "EXCEED_LIMIT_LENGTH"
+    with pytest.raises(errors.DeltaWriteError, match="EXCEED_LIMIT_LENGTH"):
+        update(root, "id = 1", {"v": "abcdef"})
+    version = DeltaLog.for_table(root).update().version
+    update(root, "id = 3", {"c": "q"})
+    source = pa.table({"id": pa.array([2, 4], pa.int32()), "c": ["x ", "y"], "v": ["w", "zz   "]})
+    merge(root, source, on="id")
+    assert DeltaLog.for_table(root).update().version == version + 2
+    want = [(1, "ab ", "abcd"), (2, "x  ", "w"), (3, "q  ", "é"), (4, "y  ", "zz  ")]
+    assert sorted(tuple(r.values()) for r in oracle_rows(root).to_pylist()) == want
