@@ -17,6 +17,12 @@ deltalake. Each run writes a fresh sink:
   a ``foreachBatch`` that only counts the rows: Spark's own floor for those batches, so the
   Delta sink's share of the per-batch overhead is the difference to the first, and the
   source's read the difference between the two;
+* Spark's own streaming start: a plain Spark file stream of the same files
+  (``readStream.format("parquet")`` of the table's directory, the schema given) written with
+  ``writeStream.format("parquet")`` under ``Trigger.AvailableNow`` (one batch), and the plain
+  Spark batch read + write of the same files: what the one-batch Delta stream adds over Spark's
+  own stream is the difference to the first, and Spark's own streaming start the difference
+  between the two;
 * floors of the one-batch stream (counted in ``foreachBatch``): Spark's own parquet file stream
   over the same files (``readStream.parquet`` of the table's directory, schema given), and a
   minimal Python streaming data source (:class:`FilesSource`: one offset, the table's parquet
@@ -25,8 +31,10 @@ deltalake. Each run writes a fresh sink:
   Delta log work, so what deltalog's source adds is its difference to it.
 
 Each figure is a median of ``--runs`` rounds that interleave every case, after a warm-up round.
-Prints rows/s of each and the ratios to the batch read. Run by hand:
-``python bench/stream.py [--commits N] [--rows N] [--files-per-batch N] [--runs N]``.
+Prints rows/s of each and the ratios to the batch read. Python processes Spark starts (the
+streaming planner among them) cache bytecode, as an installed deltalog has it compiled. Run by
+hand: ``python bench/stream.py [--commits N] [--rows N] [--files-per-batch N] [--runs N]
+[--only CASE,...]``.
 """
 
 from __future__ import annotations
@@ -129,6 +137,33 @@ def run_floor(spark: Any, src: Path, sink: Path, kind: str, schema: Any) -> floa
     return time.perf_counter() - started
 
 
+def run_spark_stream(
+    spark: Any, src: Path, sink: Path, schema: Any
+) -> tuple[float, list[dict[str, Any]]]:
+    """Seconds of a plain Spark file stream of ``src``'s parquet files (schema given) into a
+    parquet sink, ``Trigger.AvailableNow``: one batch, Spark's own query start and sink; and
+    the query's progress reports."""
+    started = time.perf_counter()
+    query = (
+        spark.readStream.schema(schema)
+        .format("parquet")
+        .load(str(src))
+        .writeStream.format("parquet")
+        .option("checkpointLocation", str(sink) + "-checkpoint")
+        .trigger(availableNow=True)
+        .start(str(sink))
+    )
+    query.awaitTermination()
+    return time.perf_counter() - started, list(query.recentProgress)
+
+
+def run_spark_batch(spark: Any, src: Path, sink: Path, schema: Any) -> float:
+    """Seconds of a plain Spark batch read + write of ``src``'s parquet files."""
+    started = time.perf_counter()
+    spark.read.schema(schema).parquet(str(src)).write.parquet(str(sink))
+    return time.perf_counter() - started
+
+
 def run_stream(
     spark: Any, src: Path, sink: Path, files_per_batch: int | None, peer: str | None = None
 ) -> tuple[float, list[dict[str, Any]]]:
@@ -179,8 +214,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100)
     parser.add_argument("--files-per-batch", type=int, default=20)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", default="", help="comma-separated cases (default: all)")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Spark's Python processes inherit this environment: without bytecode caching, every query's
+    # planner process would compile deltalog's modules from source (~0.07 s), which an
+    # installed package never does.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     import deltalake
     from pyspark.sql import SparkSession
@@ -212,7 +252,12 @@ def main() -> None:
         "count-one": lambda d: run_stream(spark, src, d, None, "count"),
         "floor-parquet": lambda d: (run_floor(spark, src, d, "parquet", schema), []),
         "floor-python": lambda d: (run_floor(spark, src, d, "python", schema), []),
+        "spark-stream": lambda d: run_spark_stream(spark, src, d, schema),
+        "spark-batch": lambda d: (run_spark_batch(spark, src, d, schema), []),
     }
+    if args.only:
+        wanted = set(args.only.split(","))
+        cases = {k: v for k, v in cases.items() if k in wanted}
     times: dict[str, list[float]] = {k: [] for k in cases}
     progress: dict[str, list[dict[str, Any]]] = {}
     try:
@@ -224,51 +269,90 @@ def main() -> None:
                     times[name].append(seconds)
                     progress[name] = prog
         for name in ("batch", "stream-one", "stream-many"):
+            if name not in cases:
+                continue
             got = deltalake.DeltaTable(str(work / f"{name}-1")).to_pyarrow_table().num_rows
             assert got == total, f"{name}: {got} rows, expected {total}"
     finally:
         shutil.rmtree(work, ignore_errors=True)
         spark.stop()
-    m = {k: statistics.median(v) for k, v in times.items()}
-    batch, one, many = m["batch"], m["stream-one"], m["stream-many"]
-    one_batches, many_batches = len(progress["stream-one"]), len(progress["stream-many"])
+    m = {k: statistics.median(v) for k, v in times.items() if v}
     print(
         f"source: {args.commits} commits x {args.rows} rows = {total} rows; medians of {args.runs}"
     )
-    print(f"batch read + write      {batch:8.2f} s  {total / batch:10.0f} rows/s")
-    print(
-        f"stream, {one_batches:4d} batch(es) {one:8.2f} s  {total / one:10.0f} rows/s  "
-        f"x{one / batch:.2f} of batch ({one - batch:+.2f} s)"
-    )
-    print(
-        f"stream, {many_batches:4d} batches   {many:8.2f} s  {total / many:10.0f} rows/s  "
-        f"x{many / batch:.2f} of batch"
-    )
-    print(
-        f"one batch counted in foreachBatch: deltalog's source {m['count-one']:.2f} s; floors: "
-        f"a minimal Python streaming source {m['floor-python']:.2f} s, Spark's parquet file "
-        f"stream {m['floor-parquet']:.2f} s"
-    )
-    print(
-        f"  deltalog's source over the Python-source floor {m['count-one'] - m['floor-python']:+.2f} s;"
-        f" the Delta sink over counting {one - m['count-one']:+.2f} s"
-    )
-    print(
-        f"peer: same batches, foreachBatch parquet write {m['parquet']:8.2f} s  "
-        f"Delta sink x{many / m['parquet']:.2f} of it; foreachBatch count only {m['count']:8.2f} s"
-    )
-    print(f"  phases (ms), {one_batches} batch(es): {phases(progress['stream-one'])}")
-    print(f"  phases (ms), {many_batches} batches: {phases(progress['stream-many'])}")
-    extra = many_batches - one_batches
-    if extra > 0:
-        print(f"per-batch overhead: {(many - one) / extra:.2f} s ({extra} extra batches)")
-    print(
-        f"per batch: Delta sink vs parquet foreachBatch {(many - m['parquet']) / many_batches:+.2f} s, "
-        f"parquet write {(m['parquet'] - m['count']) / many_batches:.2f} s, "
-        f"read + Spark's micro-batch {m['count'] / many_batches:.2f} s"
-    )
-    expected = math.ceil(args.commits / args.files_per_batch)
-    assert many_batches >= expected, (many_batches, expected)
+    report(m, progress, total)
+    if "stream-many" in progress:
+        expected = math.ceil(args.commits / args.files_per_batch)
+        assert len(progress["stream-many"]) >= expected, (progress["stream-many"], expected)
+
+
+def report(m: dict[str, float], progress: dict[str, list[dict[str, Any]]], total: int) -> None:
+    """Print the figures of the cases that ran (``m``: median seconds by case)."""
+
+    def have(*names: str) -> bool:
+        return all(n in m for n in names)
+
+    batch = m.get("batch")
+    if batch is not None:
+        print(f"batch read + write      {batch:8.2f} s  {total / batch:10.0f} rows/s")
+    if have("batch", "stream-one"):
+        one, one_batches = m["stream-one"], len(progress["stream-one"])
+        print(
+            f"stream, {one_batches:4d} batch(es) {one:8.2f} s  {total / one:10.0f} rows/s  "
+            f"x{one / m['batch']:.2f} of batch ({one - m['batch']:+.2f} s)"
+        )
+    if have("spark-stream", "spark-batch"):
+        print(
+            f"plain Spark parquet: file stream (one batch) {m['spark-stream']:.2f} s, batch read "
+            f"+ write {m['spark-batch']:.2f} s: Spark's own streaming start "
+            f"{m['spark-stream'] - m['spark-batch']:+.2f} s"
+        )
+    if have("stream-one", "spark-stream", "batch"):
+        print(
+            f"  the one-batch Delta stream over Spark's own file stream "
+            f"{m['stream-one'] - m['spark-stream']:+.2f} s "
+            f"(x{m['stream-one'] / m['spark-stream']:.2f}); over the Delta batch read + write "
+            f"{m['stream-one'] - m['batch']:+.2f} s"
+        )
+    if have("batch", "stream-many"):
+        many = m["stream-many"]
+        print(
+            f"stream, {len(progress['stream-many']):4d} batches   {many:8.2f} s  "
+            f"{total / many:10.0f} rows/s  x{many / m['batch']:.2f} of batch"
+        )
+    if have("count-one", "floor-python", "floor-parquet"):
+        print(
+            f"one batch counted in foreachBatch: deltalog's source {m['count-one']:.2f} s; "
+            f"floors: a minimal Python streaming source {m['floor-python']:.2f} s, Spark's "
+            f"parquet file stream {m['floor-parquet']:.2f} s"
+        )
+        print(
+            f"  deltalog's source over the Python-source floor "
+            f"{m['count-one'] - m['floor-python']:+.2f} s"
+        )
+    if have("count-one", "stream-one"):
+        print(f"  the Delta sink over counting {m['stream-one'] - m['count-one']:+.2f} s")
+    if have("parquet", "count", "stream-many"):
+        many, many_batches = m["stream-many"], len(progress["stream-many"])
+        print(
+            f"peer: same batches, foreachBatch parquet write {m['parquet']:8.2f} s  "
+            f"Delta sink x{many / m['parquet']:.2f} of it; foreachBatch count only "
+            f"{m['count']:8.2f} s"
+        )
+        print(
+            f"per batch: Delta sink vs parquet foreachBatch "
+            f"{(many - m['parquet']) / many_batches:+.2f} s, parquet write "
+            f"{(m['parquet'] - m['count']) / many_batches:.2f} s, read + Spark's micro-batch "
+            f"{m['count'] / many_batches:.2f} s"
+        )
+    for name in ("stream-one", "stream-many", "spark-stream"):
+        if name in progress:
+            print(f"  phases (ms), {name}: {phases(progress[name])}")
+    if have("stream-one", "stream-many"):
+        extra = len(progress["stream-many"]) - len(progress["stream-one"])
+        if extra > 0:
+            per = (m["stream-many"] - m["stream-one"]) / extra
+            print(f"per-batch overhead: {per:.2f} s ({extra} extra batches)")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,13 @@
    ratio <= 1.0), interleaved after one warming append each; and deltalog's bare ``start_transaction().commit([add], op)`` on a third copy
    (data files written beforehand), split into start (log refresh) and commit.
 
+3. ``deltalog.write_table`` (no Spark) against ``deltalake.write_deltalake`` on the same
+   pyarrow table (the columns of 1., built with numpy): overwrites of 5M rows, unpartitioned and
+   partitioned by ``p``, and appends of 1,000 rows (one file each: the fixed cost of a call),
+   interleaved after a warming lap, medians of ``--repeat`` (default 7).
+
 ``--quick``: 200k rows and 50 prior commits (20 appends), a smoke run of under 2 minutes;
-``--only bulk|appends``: one of the two parts.
+``--only bulk|appends|table``: one of the parts.
 Run by hand: ``./dev bench write [--quick]``.
 """
 
@@ -35,7 +40,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from timing import timed  # bench/ is on sys.path when a benchmark runs
+from timing import interleaved, timed  # bench/ is on sys.path when a benchmark runs
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "_data" / "write"
@@ -160,6 +165,64 @@ def run_bulk(rows: int) -> None:
     spark.stop()
 
 
+# -- write_table, no Spark ------------------------------------------------------------------------
+
+
+def arrow_rows(rows: int) -> pa.Table:
+    """The columns of :func:`frame` as a pyarrow table, built with numpy."""
+    import numpy as np
+
+    ids = np.arange(rows, dtype=np.int64)
+    padded = np.char.zfill((ids % 1_000_000).astype(str), 9)
+    return pa.table(
+        {
+            "id": ids,
+            "a": ids * 0.5 + np.random.default_rng(7).random(rows),
+            "s": pa.array(np.char.add("s", padded)),
+            "d": pa.array(np.datetime64("2024-01-01", "D") + (ids % 365)),
+            "p": (ids % 10).astype(np.int32),
+        }
+    )
+
+
+def run_table(rows: int, repeat: int) -> None:
+    data, small = arrow_rows(rows), arrow_rows(1_000)
+    print(
+        f"\nwrite_table of {rows:,} rows against write_deltalake (interleaved; median of {repeat})"
+    )
+    for label, by in (("unpartitioned", None), ("by p", ["p"])):
+        paths = {k: WORK / f"table-{k}-{by is not None}" for k in ("deltalog", "deltalake")}
+        _print_ratio(label, interleaved(_contenders(paths, data, "overwrite", by), repeat=repeat))
+        assert delta_rows(paths["deltalog"]) == rows
+    paths = {k: WORK / f"table-small-{k}" for k in ("deltalog", "deltalake")}
+    _print_ratio("1k-row append", interleaved(_contenders(paths, small, "append"), repeat=repeat))
+
+
+def _contenders(
+    paths: dict[str, Path], data: pa.Table, mode: str, by: list[str] | None = None
+) -> dict[str, Callable[[], Any]]:
+    """``deltalog.write_table`` and ``deltalake.write_deltalake`` of ``data``, each to its path."""
+    import deltalake
+
+    import deltalog
+
+    return {
+        "deltalog": lambda: deltalog.write_table(
+            str(paths["deltalog"]), data, mode=mode, partition_by=by
+        ),
+        "deltalake": lambda: deltalake.write_deltalake(
+            str(paths["deltalake"]), data, mode=mode, partition_by=by
+        ),
+    }
+
+
+def _print_ratio(label: str, t: dict[str, float]) -> None:
+    print(
+        f"  {label:>14}  deltalog {t['deltalog'] * 1000:8.1f} ms  deltalake "
+        f"{t['deltalake'] * 1000:8.1f} ms  ratio {t['deltalog'] / t['deltalake']:.2f}  goal <= 1.0"
+    )
+
+
 # -- commit latency --------------------------------------------------------------------------------
 
 
@@ -268,17 +331,22 @@ def run_commits(prior: int, appends: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200k rows, 50 prior commits")
-    parser.add_argument("--only", choices=["bulk", "appends"], help="run one part")
+    parser.add_argument("--only", choices=["bulk", "appends", "table"], help="run one part")
+    parser.add_argument("--repeat", type=int, default=7, help="laps of the table part")
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
     WORK.mkdir(parents=True, exist_ok=True)
     for stale in WORK.glob("bulk-*"):
         shutil.rmtree(stale)
-    if args.only != "appends":
+    for stale in WORK.glob("table-*"):
+        shutil.rmtree(stale)
+    if args.only in (None, "bulk"):
         run_bulk(sizes.rows)
-    if args.only != "bulk":
+    if args.only in (None, "appends"):
         run_commits(sizes.prior_commits, sizes.appends)
-    for done in [*WORK.glob("bulk-*"), *WORK.glob("commits-*")]:
+    if args.only in (None, "table"):
+        run_table(sizes.rows, args.repeat)
+    for done in [*WORK.glob("bulk-*"), *WORK.glob("commits-*"), *WORK.glob("table-*")]:
         shutil.rmtree(done)
 
 

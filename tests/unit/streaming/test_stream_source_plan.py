@@ -4,6 +4,9 @@ that remove data, schema changes, the change feed, against deltalake and the inp
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -335,3 +338,55 @@ def test_ignore_file_deletion_is_deprecated_and_lets_changes_through(tmp_path: P
     assert sorted(_rows(planner, batches)["x"].to_pylist()) == sorted(
         [1, 2, 3, 10, 11, 20, 100, 2, 3, 30]
     )
+
+
+_PLAN_IN_A_FRESH_PROCESS = """
+import json, sys
+from deltalog.delta_log import DeltaLog
+from deltalog.streaming.options import AdmissionLimits, SourceOptions
+from deltalog.streaming.source_plan import SourcePlanner
+
+path = sys.argv[1]
+log = DeltaLog.for_table(path)
+snapshot = log.update()
+options = {"startingVersion": "0", "maxFilesPerTrigger": "2", "excludeRegex": "never-matches"}
+planner = SourcePlanner(
+    log, SourceOptions.from_options(options, table=path), snapshot.schema, snapshot.metadata.id
+)
+planner.prepare_available_now()
+start, paths = planner.initial_offset(), []
+limits = lambda: AdmissionLimits(planner.options.max_files, planner.options.max_bytes)  # noqa
+while (end := planner.latest_offset(start, limits())) != start:
+    paths += [f["path"] for c in planner.batch(start, end).commits for f in c.files.to_pylist()]
+    planner.forget_before(end)
+    start = end
+print(json.dumps({"paths": paths, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_planning_a_stream_imports_neither_pandas_nor_pyarrow_compute(tmp_path: Path) -> None:
+    """Spark plans each streaming query in a fresh Python process: pandas (which pyarrow's
+    ``pa.array`` and ``to_numpy`` import) and pyarrow.compute would be paid at every start."""
+    table = tmp_path / "t"
+    for i in range(5):
+        _append(table, [i, i + 10])
+    src = str(Path(__file__).resolve().parents[3] / "src")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run(
+        [sys.executable, "-c", _PLAN_IN_A_FRESH_PROCESS, str(table)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    result = json.loads(out.stdout.splitlines()[-1])
+    expected = [p for v in range(5) for p in _added_paths(table, v)]
+    assert result["paths"] == expected  # every commit's add, in commit order, once
+    assert not {"pandas", "pyarrow.compute"} & set(result["modules"])
+
+
+def _added_paths(table: Path, version: int) -> list[str]:
+    """The paths a commit adds, read from its JSON (the inputs, not the planner)."""
+    lines = (table / "_delta_log" / f"{version:020d}.json").read_text().splitlines()
+    actions = [json.loads(line) for line in lines]
+    return [a["add"]["path"] for a in actions if "add" in a]

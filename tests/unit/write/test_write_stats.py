@@ -16,7 +16,8 @@ import pytest
 
 from deltalog.actions import AddFile
 from deltalog.schema import ArrayType, DecimalType, MapType, PrimitiveType, StructField, StructType
-from deltalog.write import StatsCollector, file_stats, stats_columns
+from deltalog.storage import LocalLogStore
+from deltalog.write import DataFileWriter, StatsCollector, WriteLayout, file_stats, stats_columns
 from tests.conformance.rows import canonical, duckdb_rows
 from tests.unit.write.test_write_files import (
     BOOL,
@@ -158,6 +159,22 @@ def test_stats_are_true_for_each_file(tmp_path: Path) -> None:
         assert got == json.loads(json.dumps(want, default=str))
         # decimals are JSON numbers with the column's scale
         assert f'"dec":{want["minValues"]["dec"]}' in (add.stats or "")
+
+
+def test_stats_collected_beside_the_parquet_write_are_the_same(tmp_path: Path) -> None:
+    # One piece of more rows than _OVERLAPPED_ROWS into one file: its statistics are collected on
+    # a thread of their own while parquet encodes the rows (write_table's writer).
+    rows = random_rows(70_000, seed=11)
+    table = pa.Table.from_pylist(rows, schema=ALL_TYPES.to_arrow())
+    layout = WriteLayout(str(tmp_path), ALL_TYPES)
+    with DataFileWriter(LocalLogStore(), layout, overlap_statistics=True) as writer:
+        (add,) = writer.write(table)
+    want = python_stats(rows)
+    for part, pick in (("minValues", min), ("maxValues", max)):
+        want[part]["dec"] = str(want[part]["dec"])
+        want[part]["p"] = pick(r["p"] for r in rows)
+    want["nullCount"]["p"] = 0
+    assert normalize(stats_of(add)) == json.loads(json.dumps(want, default=str))
 
 
 def test_string_truncation_and_tie_breakers() -> None:

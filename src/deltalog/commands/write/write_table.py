@@ -106,7 +106,7 @@ def write_table(
         identity_columns(plan.layout.schema), batches.schema.names, log.table_root
     )
     next_values = {c.name: c.first_value for c in identity}
-    with DataFileWriter(log.store, plan.layout) as writer:
+    with DataFileWriter(log.store, plan.layout, overlap_statistics=True) as writer:
         for batch in batches:
             batch = _fill_identity(batch, identity, next_values)
             batch = fit_char_varchar(batch, plan.layout.schema, log.table_root)

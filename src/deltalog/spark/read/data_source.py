@@ -26,13 +26,6 @@ from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
 from deltalog import errors
-from deltalog.change_data_feed import (
-    CdfBounds,
-    cdc_read_schema,
-    is_cdc_read,
-    plan_changes,
-    resolve_range,
-)
 from deltalog.delta_log import DeltaLog
 from deltalog.paths import resolve
 from deltalog.schema import (
@@ -87,6 +80,10 @@ class DeltaReadSource(DataSource):
         if opts.get(STREAMING_MARKER) == "true":
             self._plan_stream(opts)
             return
+        # Imported here, not with this module: Spark unpickles this source in each streaming
+        # query's fresh planner process, and the change feed brings pyarrow.compute (~30 ms).
+        from deltalog.change_data_feed import is_cdc_read
+
         if is_cdc_read(opts):
             self._plan_changes(opts)
             return
@@ -112,6 +109,8 @@ class DeltaReadSource(DataSource):
     def _plan_changes(self, opts: dict[str, str]) -> None:
         """A change-feed read: the plan's file reads become the tasks, each with its plan row
         (deletion vectors as descriptors, read by the task)."""
+        from deltalog.change_data_feed import CdfBounds, plan_changes, resolve_range  # see _plan
+
         log = DeltaLog.for_table(opts["path"], storage_options=self._storage.as_dict())
         plan = plan_changes(
             log, resolve_range(log, CdfBounds.from_options(opts, table=log.table_root))
@@ -174,9 +173,9 @@ class DeltaReadSource(DataSource):
             return T.StructType([])
         self._plan()
         table_schema = parse_schema(self._schema_json)
-        if self._stream is not None and self._stream_cdf:
-            return to_spark_schema(cdc_read_schema(table_schema))
-        if self._cdf:
+        if (self._stream is not None and self._stream_cdf) or self._cdf:
+            from deltalog.change_data_feed import cdc_read_schema  # see _plan
+
             return to_spark_schema(cdc_read_schema(table_schema))
         return to_spark_schema(read_schema(table_schema))
 

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from deltalog import errors
-from deltalog.change_data_feed import is_cdc_read
 from deltalog.delta_log import DeltaLog
 from deltalog.storage import StorageOptions
 from deltalog.storage.options import STORAGE_PREFIXES
@@ -95,6 +94,10 @@ def read_options(options: Mapping[str, Any]) -> dict[str, str]:
     if "path" not in opts:
         raise errors.invalid_argument("'path' is not specified: use .load(path)")
     travel = "versionasof" in opts or "timestampasof" in opts
+    # Imported here: the change feed brings pyarrow.compute (~30 ms), which a streaming query's
+    # planner process (it imports this module) does not need.
+    from deltalog.change_data_feed import is_cdc_read
+
     if travel and is_cdc_read(opts):
         raise errors.invalid_argument(
             "versionAsOf/timestampAsOf do not apply to a change data feed read: use "

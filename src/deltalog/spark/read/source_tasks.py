@@ -18,7 +18,6 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from deltalog.actions import DeletionVectorDescriptor
-from deltalog.change_data_feed import read_change_file
 from deltalog.data_files import TableLayout, read_parquet, select_rows, to_logical
 from deltalog.deletion_vectors import read_deletion_vector
 from deltalog.geospatial import to_spark_arrow_table
@@ -98,6 +97,10 @@ class DeltaReader(DataSourceReader):
     def _read_change(self, schema: StructType, task: ChangeTask) -> pa.Table:
         layout = TableLayout(self.table_root, schema, tuple(self.partition_columns), self.mode)
         # The plan row's vectors are read here, on the executor, through the storage seam.
+        # Imported here: the change feed brings pyarrow.compute, which a streaming query's
+        # planner process (it unpickles these tasks' classes) does not need.
+        from deltalog.change_data_feed import read_change_file
+
         return read_change_file(layout, json.loads(task.spec), store_for(self.table_root))
 
 

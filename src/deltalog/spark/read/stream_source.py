@@ -31,12 +31,6 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from deltalog.change_data_feed import (
-    CHANGE_TYPE,
-    COMMIT_TIMESTAMP,
-    COMMIT_VERSION,
-    INSERT,
-)
 from deltalog.delta_log import DeltaLog
 from deltalog.paths import resolve
 from deltalog.schema import parse_schema
@@ -164,6 +158,10 @@ def _file_task(root: str, row: dict[str, Any]) -> FileTask:
 def _as_inserts(reader: DeltaReader, task: SnapshotChangeTask) -> pa.Table:
     """A snapshot file's rows with ``_change_type=insert`` and the snapshot's version and
     timestamp."""
+    # Imported here: the change feed brings pyarrow.compute (~30 ms), which the planner process
+    # Spark starts with each streaming query needs only for a change-feed stream.
+    from deltalog.change_data_feed import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, INSERT
+
     table = pa.concat_tables(
         [pa.Table.from_batches([b]) for b in reader.read(FileGroup((task.file,)))]
         or [parse_schema(reader.schema_json).to_arrow().empty_table()]
