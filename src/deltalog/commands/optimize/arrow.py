@@ -7,9 +7,10 @@ dropped, partition values added) and written back with the table's
 other write:
 
 * compaction: one file per bin, the files streamed through one writer (never all in memory),
-  read by pyarrow scans of up to 8 MiB of files each, the next one read while the last one's
-  rows are written in row groups of 32 MiB (one scan opens and decodes many small files on
-  pyarrow's threads, without the GIL: a bin of small files costs its file opens, not its bytes);
+  read by tasks of about 1 MiB of files each on a pool of threads (each file decoded by a
+  ``ParquetFile`` of its own, without the GIL), up to 16 MiB of files ahead of the writer, which
+  writes the rows before them in row groups of 32 MiB (a bin of small files costs its file
+  opens and decodes, not its bytes);
 * Z-order: a partition's rows are read together, ordered by their Z-value
   (:func:`deltalog.commands.optimize.zorder.z_order_keys`, the curve the Spark engine uses
   too), and cut into ``max(1, size // max_file_size)`` files of equal row counts, as the
