@@ -444,14 +444,14 @@ def action_from_json(line: str) -> Action | None:
     return action_from_dict(key, value)
 
 
-def remove_action(row: Mapping[str, Any], now_ms: int) -> RemoveFile:
+def remove_action(row: Mapping[str, Any], now_ms: int, *, data_change: bool = True) -> RemoveFile:
     """The ``remove`` of a live file (one row of ``all_files_arrow()``), as the reference
     writes it: extended metadata, partition values, size, stats, deletion vector."""
     dv = row.get("deletionVector")
     return RemoveFile(
         path=row["path"],
         deletion_timestamp=now_ms,
-        data_change=True,
+        data_change=data_change,
         extended_file_metadata=True,
         partition_values=dict(row.get("partitionValues") or []),
         size=row.get("size"),

@@ -186,6 +186,7 @@ def read_parquet_files(
 # Threads decoding files (pyarrow releases the GIL): a few per core, as small files also wait
 # on their reads.
 _THREADS = min(8, 2 * (os.cpu_count() or 1))
+_TASK_FILES = 32  # files read by one task of the pool, at most
 _WHOLE_READ_BYTES = 16 << 20  # a file up to this size is read into memory in one call
 
 
@@ -195,8 +196,13 @@ def _read_exact(
     """The rows of ``paths`` as :func:`read_parquet_files` returns them, each file read by
     :func:`read_exact`; ``None`` when one of them cannot be."""
     if threads and len(paths) > 1:
-        with ThreadPoolExecutor(min(_THREADS, len(paths))) as pool:
-            tables = list(pool.map(lambda p: read_exact(p, physical), paths))
+        # Runs of files per task: a task per small file costs more in hand-overs between
+        # threads (the GIL) than the file's decode (bench/README.md).
+        step = max(1, min(_TASK_FILES, -(-len(paths) // _THREADS)))
+        runs = [paths[i : i + step] for i in range(0, len(paths), step)]
+        with ThreadPoolExecutor(min(_THREADS, len(runs))) as pool:
+            read_runs = pool.map(lambda run: [read_exact(p, physical) for p in run], runs)
+            tables = [t for run in read_runs for t in run]
     else:
         tables = [read_exact(p, physical) for p in paths]
     read = [t for t in tables if t is not None]
@@ -218,6 +224,8 @@ def read_exact(path: str, physical: pa.Schema) -> pa.Table | None:
             source: Any = pa.BufferReader(f.read()) if small else path
         parquet = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
         found = parquet.schema_arrow
+        if found.equals(physical, check_metadata=True):  # the usual file: nothing to check
+            return parquet.read(use_threads=False)
         if any(found.get_field_index(name) < 0 for name in physical.names):
             return None
         data = parquet.read(columns=physical.names, use_threads=False)

@@ -7,9 +7,10 @@ dropped, partition values added) and written back with the table's
 other write:
 
 * compaction: one file per bin, the files streamed through one writer (never all in memory),
-  read by pyarrow scans of up to 8 MiB of files each, the next one read while the last one's
-  rows are written in row groups of 32 MiB (one scan opens and decodes many small files on
-  pyarrow's threads, without the GIL: a bin of small files costs its file opens, not its bytes);
+  read by tasks of about 1 MiB of files each on a pool of threads (each file decoded by a
+  ``ParquetFile`` of its own, without the GIL), up to 16 MiB of files ahead of the writer, which
+  writes the rows before them in row groups of 32 MiB (a bin of small files costs its file
+  opens and decodes, not its bytes);
 * Z-order: a partition's rows are read together, ordered by their Z-value
   (:func:`deltalog.commands.optimize.zorder.z_order_keys`, the curve the Spark engine uses
   too), and cut into ``max(1, size // max_file_size)`` files of equal row counts, as the
@@ -164,50 +165,74 @@ def _write_z_ordered(
 
 
 _READ_THREADS = min(8, os.cpu_count() or 1)
-_SCAN_BYTES = 8 << 20  # files assembled and handed to the writer together: about this many bytes
-_CHUNKS_AHEAD = 2  # chunks of files being decoded while the writer writes the last one
+# Files read by one task of the pool, about this many bytes: a task per file costs more in
+# hand-overs between threads (the GIL) than a small file's decode (bench/README.md).
+_TASK_BYTES = 1 << 20
+_TASK_FILES = 64
+_AHEAD_BYTES = 16 << 20  # files being decoded while the writer writes the rows before them
+_SCAN_BYTES = 8 << 20  # files read together where they are read file by file
 _ROW_GROUP_BYTES = 32 << 20
 
 
 def _read_bin(
     snapshot: Snapshot, store: LogStore, files: Sequence[Mapping[str, Any]]
 ) -> Iterator[pa.Table]:
-    """The live rows of ``files``, in order, a chunk of up to :data:`_SCAN_BYTES` of them at a
-    time. Each file is decoded on a thread of its own, in order, up to :data:`_CHUNKS_AHEAD`
-    chunks ahead of the caller, so the files are read while the last chunk's rows are written
-    (a small file's cost is its open and decode, not its bytes); a chunk whose files cannot all
-    be read so is read by :func:`read_live_files`."""
-    chunks: list[list[Mapping[str, Any]]] = [[]]
-    held = 0
-    for row in files:
-        if chunks[-1] and held + (row.get("size") or 0) > _SCAN_BYTES:
-            chunks.append([])
-            held = 0
-        chunks[-1].append(row)
-        held += row.get("size") or 0
+    """The live rows of ``files``, in order, a task's files (:data:`_TASK_BYTES`) at a time.
+    Each task reads and converts its files on a thread of the pool, in order, up to
+    :data:`_AHEAD_BYTES` of files ahead of the caller, so the files are read while the rows
+    before them are written (a small file's cost is its open and decode, not its bytes)."""
     tracking = _tracking(snapshot)
     physical = _scan_schema(snapshot) if tracking is None else None
     if physical is None:  # file by file: row ids, or columns by field id
-        for chunk in chunks:
-            yield read_live_files(snapshot, store, chunk, tracking)
+        for task in _tasks(files, _SCAN_BYTES):
+            yield read_live_files(snapshot, store, task, tracking)
         return
-    paths = [[_resolve(snapshot, r["path"]) for r in chunk] for chunk in chunks]
+    tasks = _tasks(files, _TASK_BYTES, _TASK_FILES)
     with ThreadPoolExecutor(_READ_THREADS, thread_name_prefix="deltalog-optimize") as pool:
+        ahead: deque[tuple[Future[pa.Table], int]] = deque()
+        held = 0
+        for task in tasks:
+            size = sum(r.get("size") or 0 for r in task)
+            while ahead and held + size > _AHEAD_BYTES:
+                done, done_size = ahead.popleft()
+                held -= done_size
+                yield done.result()
+            ahead.append((pool.submit(_read_task, snapshot, store, task, physical), size))
+            held += size
+        while ahead:
+            yield ahead.popleft()[0].result()
 
-        def decode(i: int) -> list[Future[pa.Table | None]]:
-            return [pool.submit(read_exact, path, physical) for path in paths[i]]
 
-        ahead = deque(decode(i) for i in range(min(_CHUNKS_AHEAD, len(chunks))))
-        for i, chunk in enumerate(chunks):
-            decoding = ahead.popleft()
-            if i + _CHUNKS_AHEAD < len(chunks):
-                ahead.append(decode(i + _CHUNKS_AHEAD))
-            tables = [f.result() for f in decoding]
-            read = [t for t in tables if t is not None]
-            if len(read) < len(tables) or any(p.startswith("file:") for p in paths[i]):
-                yield read_live_files(snapshot, store, chunk)
-            else:
-                yield _live_logical(snapshot, store, chunk, *stack_files(read))
+def _tasks(
+    files: Sequence[Mapping[str, Any]], max_bytes: int, max_files: int = 2**31
+) -> list[list[Mapping[str, Any]]]:
+    """``files`` cut, in order, into runs of up to ``max_bytes`` and ``max_files`` (a run
+    holds at least one file)."""
+    tasks: list[list[Mapping[str, Any]]] = [[]]
+    held = 0
+    for row in files:
+        size = row.get("size") or 0
+        if tasks[-1] and (held + size > max_bytes or len(tasks[-1]) >= max_files):
+            tasks.append([])
+            held = 0
+        tasks[-1].append(row)
+        held += size
+    return tasks if tasks[0] else []
+
+
+def _read_task(
+    snapshot: Snapshot, store: LogStore, files: Sequence[Mapping[str, Any]], physical: pa.Schema
+) -> pa.Table:
+    """The live logical rows of ``files``, each decoded by :func:`read_exact`; files it cannot
+    read so (other types, missing, ``file:`` URIs) are read by :func:`read_live_files`."""
+    paths = [_resolve(snapshot, r["path"]) for r in files]
+    read = []
+    for path in paths:
+        table = None if path.startswith("file:") else read_exact(path, physical)
+        if table is None:
+            return read_live_files(snapshot, store, files)
+        read.append(table)
+    return _live_logical(snapshot, store, files, *stack_files(read))
 
 
 def _scan_schema(snapshot: Snapshot) -> pa.Schema | None:

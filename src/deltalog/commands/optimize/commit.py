@@ -41,10 +41,7 @@ LIQUID = "liquid"
 
 def remove_actions(files: pa.Table, now_ms: int) -> list[RemoveFile]:
     """The ``remove`` of each rewritten file, ``dataChange=false``."""
-    return [
-        dataclasses.replace(remove_action(row, now_ms), data_change=False)
-        for row in files.to_pylist()
-    ]
+    return [remove_action(row, now_ms, data_change=False) for row in files.to_pylist()]
 
 
 def commit_bins(
@@ -80,7 +77,6 @@ def commit(
             dataclasses.replace(a, clustering_provider=LIQUID) if isinstance(a, AddFile) else a
             for a in actions
         ]
-    wanted = _file_keys(plan.files.to_pylist())
     attempt = 0
     while True:
         try:
@@ -91,6 +87,8 @@ def commit(
             files = latest.all_files_arrow().select(["path", "deletionVector"])
             live = _file_keys(files.to_pylist())
             same_parts = list(latest.partition_columns) == list(plan.snapshot.partition_columns)
+            # The compacted files' keys, built only now: most commits never conflict.
+            wanted = _file_keys(plan.files.select(["path", "deletionVector"]).to_pylist())
             if attempt > MAX_RETRIES or not same_parts or not wanted <= live:
                 raise
             txn = log.start_transaction()
