@@ -20,8 +20,9 @@ Each floor is one engine's data work and nothing else, with the product's own se
   helper ``deltalog.spark.read.common.read_parquet_files`` (the schema given, the raw local file
   system, every path in one py4j string, no listing job, the NaN-safe parquet options of a
   table with a double column), in one union; no log, plan, join to the plan or change columns;
-* the local floor: the range's files read by the product's ``read_parquet_files`` (one pyarrow
-  scan of the data files and one of the change files) and handed to Spark as the product hands
+* the local floor: the range's files read by the product's ``read_parquet_files`` (one read of
+  the data files and one of the change files, on threads where the product decodes them on
+  threads: ``decode_on_threads``) and handed to Spark as the product hands
   them; no log, plan, deletion vectors, partition values or change columns.
 
 Everything is timed interleaved (A B C, A B C...) after one warming run of each; each figure is
@@ -175,6 +176,7 @@ def local_floor(spark: Any, plan: ChangePlan) -> Callable[[], Any]:
     """The local engine's data work alone: the plan's files read in one pyarrow scan per kind
     (data files, change files), as ``read_plan`` reads them, and handed to Spark as the
     product hands them (no deletion vectors, partition values or change columns)."""
+    from deltalog.change_data_feed.rows import decode_on_threads
     from deltalog.data_files import TableLayout, physical_schema, read_parquet_files
     from deltalog.spark.session import arrow_to_df, default_parallelism
 
@@ -186,14 +188,14 @@ def local_floor(spark: Any, plan: ChangePlan) -> Callable[[], Any]:
     physical = physical_schema(fields, layout.column_mapping_mode)
     groups = []
     for is_cdc in (False, True):
-        paths = plan.files.filter(pc.equal(plan.files["is_cdc"], is_cdc))["path"].to_pylist()
+        kind = plan.files.filter(pc.equal(plan.files["is_cdc"], is_cdc))
         schema = physical.append(pa.field("_change_type", pa.string())) if is_cdc else physical
-        groups.append((paths, schema))
+        groups.append((kind["path"].to_pylist(), schema, decode_on_threads(kind["size"])))
 
     def run() -> Any:
         tables = []
-        for paths, schema in groups:
-            read = read_parquet_files(paths, schema) if paths else None
+        for paths, schema, threads in groups:
+            read = read_parquet_files(paths, schema, threads=threads) if paths else None
             if read is not None:
                 tables.append(read[0].select(physical.names))
         rows = pa.concat_tables(tables)
