@@ -20,9 +20,12 @@ Each floor is one engine's data work and nothing else, with the product's own se
   helper ``deltalog.spark.read.common.read_parquet_files`` (the schema given, the raw local file
   system, every path in one py4j string, no listing job, the NaN-safe parquet options of a
   table with a double column), in one union; no log, plan, join to the plan or change columns;
-* the local floor: the range's files read by the product's ``read_parquet_files`` (one pyarrow
-  scan of the data files and one of the change files) and handed to Spark as the product hands
-  them; no log, plan, deletion vectors, partition values or change columns.
+* the local floor: the range's files read by the product's ``read_parquet_files`` (one read of
+  the data files and one of the change files, on threads where the product decodes them on
+  threads: ``decode_on_threads``) and handed to Spark as the product hands
+  them; no log, plan, deletion vectors, partition values or change columns. A commit's large
+  whole-file reads, which the product leaves to Spark's scans (``_spark_bulk``), are read by
+  the same scans (every column, no change columns) in one union with them.
 
 Everything is timed interleaved (A B C, A B C...) after one warming run of each; each figure is
 the median of ``--repeat`` laps (default 5). ``--quick``: 100,000 rows and one lap (a check
@@ -175,7 +178,9 @@ def local_floor(spark: Any, plan: ChangePlan) -> Callable[[], Any]:
     """The local engine's data work alone: the plan's files read in one pyarrow scan per kind
     (data files, change files), as ``read_plan`` reads them, and handed to Spark as the
     product hands them (no deletion vectors, partition values or change columns)."""
+    from deltalog.change_data_feed.rows import decode_on_threads
     from deltalog.data_files import TableLayout, physical_schema, read_parquet_files
+    from deltalog.spark.read.changes import _spark_bulk
     from deltalog.spark.session import arrow_to_df, default_parallelism
 
     layout = TableLayout.of(plan.snapshot)
@@ -184,22 +189,50 @@ def local_floor(spark: Any, plan: ChangePlan) -> Callable[[], Any]:
     }
     fields = [f for f in layout.schema.fields if f.name.lower() not in parts]
     physical = physical_schema(fields, layout.column_mapping_mode)
+    bulk = _spark_bulk(spark, plan)  # read by Spark's scans, as the product leaves them
+    files = plan.files
+    if bulk:
+        taken = pa.concat_arrays([g["spec_id"].combine_chunks() for g in bulk])
+        files = files.filter(pc.invert(pc.is_in(files["spec_id"], taken)))
+    scans = [_bulk_floor_scan(spark, plan, group) for group in bulk]
     groups = []
     for is_cdc in (False, True):
-        paths = plan.files.filter(pc.equal(plan.files["is_cdc"], is_cdc))["path"].to_pylist()
+        kind = files.filter(pc.equal(files["is_cdc"], is_cdc))
         schema = physical.append(pa.field("_change_type", pa.string())) if is_cdc else physical
-        groups.append((paths, schema))
+        groups.append((kind["path"].to_pylist(), schema, decode_on_threads(kind["size"])))
 
     def run() -> Any:
         tables = []
-        for paths, schema in groups:
-            read = read_parquet_files(paths, schema) if paths else None
+        for paths, schema, threads in groups:
+            read = read_parquet_files(paths, schema, threads=threads) if paths else None
             if read is not None:
                 tables.append(read[0].select(physical.names))
         rows = pa.concat_tables(tables)
-        return arrow_to_df(spark, rows, local=False, partitions=default_parallelism(spark))
+        df = arrow_to_df(spark, rows, local=False, partitions=default_parallelism(spark))
+        return floor_frame(spark, scans, df) if scans else df
 
     return run
+
+
+def _bulk_floor_scan(spark: Any, plan: ChangePlan, group: pa.Table) -> Scan:
+    """The Spark scan the product makes of one bulk group (``_bulk_scan``): every column,
+    partition values from the paths, coalesced as the product coalesces it."""
+    from deltalog.schema import StructType as DeltaStruct
+    from deltalog.spark.read.changes import scan_tasks
+    from deltalog.spark.read.scan import physical_field
+    from deltalog.spark.schema import to_spark_schema
+
+    snapshot = plan.snapshot
+    mode = snapshot.column_mapping_mode
+    fields = DeltaStruct(tuple(physical_field(f, mode) for f in snapshot.schema.fields))
+    paths = sorted(set(group["path"].to_pylist()))
+    return Scan(
+        to_spark_schema(fields),
+        paths,
+        snapshot.table_root if snapshot.partition_columns else None,
+        mode == "id",
+        scan_tasks(spark, int(pc.sum(group["size"]).as_py() or 0)),
+    )
 
 
 def _as_scan(spark: Any, call: dict[str, Any], sizes: dict[str, int | None]) -> Scan:
@@ -215,12 +248,13 @@ def _as_scan(spark: Any, call: dict[str, Any], sizes: dict[str, int | None]) -> 
     )
 
 
-def floor_frame(spark: Any, scans: list[Scan]) -> Any:
+def floor_frame(spark: Any, scans: list[Scan], first: Any = None) -> Any:
     """The product's scans alone, each read by the product's ``read_parquet_files`` and
-    coalesced to the product's tasks, in one union (so one job, as the product's)."""
+    coalesced to the product's tasks, in one union (so one job, as the product's), after
+    ``first`` when given."""
     from deltalog.spark.read.common import read_parquet_files
 
-    frames = []
+    frames = [] if first is None else [first]
     for scan in scans:
         df = read_parquet_files(
             spark, scan.schema, scan.paths, scan.base_path, field_ids=scan.field_ids

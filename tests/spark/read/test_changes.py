@@ -170,6 +170,29 @@ def test_bulk_scans_give_the_same_rows(
         assert normalize(to_arrow(df)) == expected, root
 
 
+def test_local_read_leaves_bulk_groups_to_spark(
+    spark: Any, copy_table: Any, written: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The auto engine reads a small range here but leaves a commit's large whole-file reads
+    # to a Spark scan of their own, in one union with the rows read here: the oracle's rows.
+    from deltalog.spark.read import changes
+
+    monkeypatch.setattr(changes, "BULK_BYTES", 0)
+    monkeypatch.setattr(changes, "MAX_BULK_GROUPS", 3)
+    for root in [
+        Path(written),
+        copy_table("delta-rs/cdf-table"),
+        copy_table("delta-rs/cdf-table-with-cdc-and-dvs"),
+    ]:
+        commit_times_from_commit_info(root)
+        with session_confs(spark, {ENGINE: "auto"}):
+            df = read_changes(spark, str(root), starting_version=0)
+        plan = df._jdf.queryExecution().executedPlan().toString()
+        assert "insert AS _change_type" in plan, root  # the first write's scan
+        assert "ExistingRDD" in plan, root  # the rows read here
+        assert normalize(to_arrow(df)) == normalize(oracle_changes(str(root), 0, None)), root
+
+
 @pytest.mark.connect
 def test_bulk_scans_over_connect(
     connect_spark: Any, written: str, monkeypatch: pytest.MonkeyPatch

@@ -21,7 +21,9 @@ the rows of a long range are read in parallel across the cluster:
 A range of few bytes (``spark.deltalog.local.maxReadBytes``, :mod:`deltalog.spark.engine`) is
 read on the driver instead (:func:`deltalog.change_data_feed.read_plan`: one pyarrow scan of
 its many small files) and handed to Spark as Arrow: the same rows, without the scans' jobs and
-the joins to the plan (``bench/README.md``).
+the joins to the plan (``bench/README.md``). Even then a commit's large whole-file reads (the
+bulk groups above) stay Spark scans, unioned with the rows read here, and only the rest of
+the range counts toward the setting (:func:`_spark_bulk`).
 
 Output: the table's columns at the range's end (logical names), then ``_change_type``,
 ``_commit_version`` and ``_commit_timestamp`` (``cdcReadSchema``).
@@ -29,6 +31,7 @@ Output: the table's columns at the range's end (logical names), then ``_change_t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -38,6 +41,7 @@ import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from deltalog import errors
 from deltalog.change_data_feed import (
     ALL_ROWS,
     CHANGE_TYPE,
@@ -53,7 +57,7 @@ from deltalog.change_data_feed import (
 from deltalog.partition_values import typed_partition_values
 from deltalog.scan.plan import partitions_from_paths, spark_file_uris
 from deltalog.schema import PrimitiveType, StructField, StructType
-from deltalog.spark.engine import choose_engine
+from deltalog.spark.engine import ENGINE_KEY, choose_engine
 from deltalog.spark.read.change_vectors import MODE, SPEC, select_rows
 from deltalog.spark.read.common import FILE, ROW, read_files_or_raise
 from deltalog.spark.read.scan import (
@@ -119,9 +123,15 @@ def changes_to_df(spark: SparkSession, plan: ChangePlan, store: LogStore) -> Any
     out_schema = to_spark_schema(cdc_read_schema(schema))
     if plan.files.num_rows == 0:
         return spark.createDataFrame([], out_schema)
-    read_bytes = _estimated_bytes(plan.files["size"])
+    bulk = _spark_bulk(spark, plan)
+    local_files = plan.files
+    if bulk:
+        taken = pa.concat_arrays([g["spec_id"].combine_chunks() for g in bulk])
+        local_files = plan.files.filter(pc.invert(pc.is_in(plan.files["spec_id"], taken)))
+    read_bytes = _estimated_bytes(local_files["size"])
     if choose_engine(spark, snapshot, read_bytes, "change feed read", read_only=True).local:
-        return _read_locally(spark, plan, store, out_schema)
+        local = dataclasses.replace(plan, files=local_files)
+        return _read_locally(spark, local, store, out_schema, bulk)
     if through_seam(spark, snapshot):  # no Hadoop connector, or field ids on Spark Connect
         return changes_through_seam(spark, snapshot.table_root, plan.range.start, plan.range.end)
     check_spark_reads(spark, snapshot)
@@ -157,11 +167,42 @@ def changes_to_df(spark: SparkSession, plan: ChangePlan, store: LogStore) -> Any
     return df.select(*table_columns, CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 
 
-def _read_locally(spark: SparkSession, plan: ChangePlan, store: LogStore, schema: Any) -> Any:
+def _spark_bulk(spark: SparkSession, plan: ChangePlan) -> list[pa.Table]:
+    """The :func:`_bulk_groups` of ``plan`` that Spark's parquet reader reads even when the
+    rest of the range is read here (``spark.deltalog.engine`` ``auto``, files Spark reads):
+    a first write's million rows read by a Spark scan with the change columns as literals
+    cost less than the same rows read here and handed to the JVM (``bench/README.md``), and
+    the driver never holds them."""
+    snapshot = plan.snapshot
+    if conf_get(spark, ENGINE_KEY, "auto").strip().lower() != "auto":
+        return []
+    if through_seam(spark, snapshot):
+        return []
+    try:
+        check_spark_reads(spark, snapshot)
+    except errors.DeltaError:
+        return []  # read here, where pyarrow widens the older files' types
+    data = plan.files.filter(pc.invert(plan.files["is_cdc"]))
+    return _bulk_groups(plan, data)[0]
+
+
+def _read_locally(
+    spark: SparkSession, plan: ChangePlan, store: LogStore, schema: Any, bulk: list[pa.Table]
+) -> Any:
     """The rows of ``plan`` read here, as a DataFrame of ``schema`` in about as many partitions
-    as the cluster has task slots."""
+    as the cluster has task slots, and those of the ``bulk`` groups read by Spark's scans."""
     rows = read_plan(plan, store)
-    return arrow_as_frame(spark, rows, schema, partitions=default_parallelism(spark))
+    df = arrow_as_frame(spark, rows, schema, partitions=default_parallelism(spark))
+    if not bulk:
+        return df
+    snapshot = plan.snapshot
+    partition_names = {c.lower() for c in snapshot.partition_columns}
+    mode = snapshot.column_mapping_mode
+    for group in bulk:
+        scan = _bulk_scan(spark, plan, group, store)
+        columns = logical_columns(scan, snapshot.schema, partition_names, mode)
+        df = df.unionByName(scan.select(*columns, CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP))
+    return df
 
 
 def _distinct(paths: pa.ChunkedArray) -> list[str]:
