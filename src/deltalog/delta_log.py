@@ -123,4 +123,3 @@ class DeltaLog(SnapshotManagement):
         checkpoint_and_clean(
             self.store, snapshot or self.update(), options, validate=self.write_checksum
         )
-

@@ -114,8 +114,9 @@ def test_dml_and_maintenance_on_s3_without_jars_match_a_local_table(
     uri = f"{s3['root']}/dml"
     # Spark's executors do the data work here (a table this small would run on the driver);
     # the local table below takes the default choice, so the two engines are compared too.
-    with caplog.at_level(logging.INFO, logger="deltalog"), session_confs(
-        spark, {ENGINE_KEY: "spark"}
+    with (
+        caplog.at_level(logging.INFO, logger="deltalog"),
+        session_confs(spark, {ENGINE_KEY: "spark"}),
     ):
         remote = _dml_steps(spark, uri)
     seam_lines = [m for m in caplog.messages if uri in m and "storage seam" in m]

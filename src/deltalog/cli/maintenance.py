@@ -47,6 +47,7 @@ def optimize(args: argparse.Namespace) -> int:
 
 def vacuum(args: argparse.Namespace, confirm: Confirm | None = None) -> int:
     """``vacuum``: list the files no retained version needs; delete them after consent."""
+
     def run(dry_run: bool) -> Any:
         return deltalog.vacuum(
             args.table,

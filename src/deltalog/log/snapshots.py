@@ -21,6 +21,7 @@ of one table's log. :class:`deltalog.delta_log.DeltaLog` adds the per-path cache
 * Catalog-managed tables (``catalogManaged``) load from their published commits alone, with a
   warning once per log (see :data:`deltalog.features.CATALOG_MANAGED_READS`).
 """
+
 from __future__ import annotations
 
 import sys

@@ -127,4 +127,3 @@ def inexact(message: str, table: str, help: str) -> errors.UnsupportedFeatureErr
     return errors.UnsupportedFeatureError(
         "DELTA_UNSUPPORTED_PREDICATE", message, table=table or None, help=help
     )
-

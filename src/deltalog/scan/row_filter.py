@@ -182,9 +182,7 @@ def partition_matches(
         return matcher(typed)
     if predicate is None:
         raise TypeError("partition_matches needs a predicate or a matcher")
-    return is_true(
-        evaluate(predicate, typed, table=snapshot.table_root, schema=snapshot.schema)
-    )
+    return is_true(evaluate(predicate, typed, table=snapshot.table_root, schema=snapshot.schema))
 
 
 class _Evaluator:
@@ -272,9 +270,7 @@ def find_column(rows: pa.Table, name: str, table: str) -> pa.ChunkedArray:
             if candidate.lower() == head.lower():
                 struct = rows.column(candidate).combine_chunks()
                 return find_column(pa.Table.from_struct_array(struct), rest, table)
-    raise errors.invalid_argument(
-        f"column {name!r} is not in {rows.column_names}", table=table
-    )
+    raise errors.invalid_argument(f"column {name!r} is not in {rows.column_names}", table=table)
 
 
 _UTC = time_zone("UTC")

@@ -407,9 +407,7 @@ class _Checker:
             if a.base_row_id is not None or a.default_row_commit_version is not None
         ]
         kept = tuple(
-            a
-            for a in pending.actions
-            if not (isinstance(a, AddFile) and _path_key(a.path) in keys)
+            a for a in pending.actions if not (isinstance(a, AddFile) and _path_key(a.path) in keys)
         )
         pending.read_set.drop_files(touched)
         self.pending = dataclasses.replace(pending, actions=(*kept, *readds))

@@ -191,9 +191,7 @@ def _checksum_of(
     return None
 
 
-def _state_dv_stats(
-    read: Snapshot | None, version: int
-) -> Callable[[], DvStats | None] | None:
+def _state_dv_stats(read: Snapshot | None, version: int) -> Callable[[], DvStats | None] | None:
     """The DV metrics of ``read``'s state, computed only when asked (the previous checksum
     lacks them as DVs become writable) and only from files the driver already holds."""
     if read is None or read.version != version or read.engine != "driver":

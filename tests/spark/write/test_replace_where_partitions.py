@@ -80,9 +80,7 @@ def test_replace_where_on_a_partition_column_is_spark_s_condition(
         root = tmp_path / f"case{n}"
         shutil.copytree(base, root)
         empty = source.limit(0)
-        empty.write.format(fmt).mode("overwrite").option("replaceWhere", condition).save(
-            str(root)
-        )
+        empty.write.format(fmt).mode("overwrite").option("replaceWhere", condition).save(str(root))
         kept = source.where(f"NOT coalesce(({condition}), false)")
         want = sorted(r.id for r in kept.select("id").collect())
         got = sorted(oracle_rows(str(root)).column("id").to_pylist())
