@@ -373,11 +373,11 @@ def test_merge_reads_a_cached_source_from_its_cache(spark: Any, delta: str, tmp_
     )
     try:
         given = source.alias("s")
-        aliases, inner = cached_source._aliases(given._jdf.queryExecution().analyzed())
+        aliases, inner = cached_source.under_aliases(given._jdf.queryExecution().analyzed())
         assert cached_source._entry_of(spark, inner) is not None  # by identity
         over = cached_source.over_cache(given, spark)
         assert over is not None
-        aliases, leaf = cached_source._aliases(over._jdf.queryExecution().analyzed())
+        aliases, leaf = cached_source.under_aliases(over._jdf.queryExecution().analyzed())
         assert [a.alias() for a in aliases] == ["s"]
         assert leaf.getClass().getSimpleName() == "InMemoryRelation"
         materialized, rows, release = merge_source.materialized(given, spark)

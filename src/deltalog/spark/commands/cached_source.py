@@ -29,10 +29,10 @@ def over_cache(given: Any, spark: Any) -> DataFrame | None:
         return None
     try:
         execution = jdf.queryExecution()
-        aliases, inner = _aliases(execution.analyzed())
+        aliases, inner = under_aliases(execution.analyzed())
         relation = _entry_of(spark, inner)
         if relation is None:
-            _, relation = _aliases(execution.withCachedData())  # the lookup
+            _, relation = under_aliases(execution.withCachedData())  # the lookup
         if relation.getClass().getSimpleName() != "InMemoryRelation":
             return None  # not cached, or only part of it
         jvm: Any = spark.sparkContext._jvm
@@ -65,7 +65,7 @@ def _entry_of(spark: Any, plan: Any) -> Any | None:
     return None
 
 
-def _aliases(plan: Any) -> tuple[list[Any], Any]:
+def under_aliases(plan: Any) -> tuple[list[Any], Any]:
     """The ``SubqueryAlias`` nodes on top of ``plan`` (outermost first) and what they wrap."""
     aliases = []
     while plan.getClass().getSimpleName() == "SubqueryAlias":

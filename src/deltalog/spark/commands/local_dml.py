@@ -18,7 +18,7 @@ A command goes local only when all of these hold, and otherwise runs on Spark un
 * a MERGE joins on equal keys of the same name (``t.k = s.k``) with unconditional
   ``UPDATE *``, ``DELETE`` and ``INSERT *`` clauses, its source's columns are of the target's
   types, and the source is small by its plan statistics (classic sessions): it is collected
-  once, as Arrow.
+  once, as Arrow (local data without a job: :mod:`.local_relation`).
 
 What the local evaluator cannot decide exactly on the rows it meets (an overflow, a remainder
 by zero, a cast it does not reproduce) it refuses: the files it wrote are deleted and the
@@ -44,6 +44,7 @@ from deltalog.commands.dml.values import SqlValue
 from deltalog.scan.predicate import Predicate, has_opaque
 from deltalog.schema import StructType, compares_by_bytes
 from deltalog.spark.commands.cached_source import over_cache
+from deltalog.spark.commands.local_relation import local_relation, relation_to_arrow
 from deltalog.spark.engine import choose_engine, local_max_bytes
 from deltalog.spark.schema import from_spark_schema
 from deltalog.spark.session import conf_get, session_time_zone, to_arrow
@@ -241,8 +242,11 @@ def local_merge(
     assert snapshot is not None
     if getattr(source, "_jdf", None) is None:
         return None  # Spark Connect: the source's size is unknown without running it
-    # A cached source is collected from its cache without a cache lookup of its plan.
-    source = over_cache(source, spark) or source
+    # Local data is converted on the driver without a job; else a cached source is collected
+    # from its cache without a cache lookup of its plan.
+    relation = local_relation(source)
+    if relation is None:
+        source = over_cache(source, spark) or source
     jdf = source._jdf
     try:
         # The analysed plan's estimate (at least the optimised one's: no column pruned): the
@@ -269,7 +273,9 @@ def local_merge(
     # The target's files are read while Spark collects the source (its keys, not known yet,
     # may skip some: those reads are dropped).
     with job.prefetching(files, target_columns(job, shape.keys)):
-        rows = to_arrow(source)
+        rows = relation_to_arrow(spark, relation) if relation is not None else None
+        if rows is None:
+            rows = to_arrow(source)
         return run_local(job, "MERGE", lambda job: shape.run(job, rows))
 
 
