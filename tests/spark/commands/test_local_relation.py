@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyspark
 import pytest
 
 import deltalog
@@ -20,7 +21,14 @@ from deltalog.tables import DeltaTable
 from tests.conformance.rows import canonical, oracle_rows
 from tests.spark.confs import session_confs
 
-pytestmark = pytest.mark.spark
+# PySpark 3.5's createDataFrame takes no Arrow table, and its frames of pandas data are RDDs,
+# not LocalRelations: there the local MERGE collects its source the ordinary way.
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.skipif(
+        int(pyspark.__version__.split(".")[0]) < 4, reason="LocalRelations of Arrow: Spark 4+"
+    ),
+]
 
 UTC = dt.UTC
 

@@ -165,6 +165,7 @@ def test_where_means_what_spark_says_it_means(
     )
 
 
+@pytest.mark.connect
 def test_where_over_spark_connect(connect_spark: Any, tmp_path: Path) -> None:
     """Over Connect, Spark's analyzer answers through the client: the same refusal, and a
     filter deltalog's parser does not know compacts exactly its partitions."""
