@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -145,6 +145,21 @@ def field_at(schema: StructType, path: str) -> StructField | None:
         if f.name.lower() == head.lower() and isinstance(f.type, StructType):
             return field_at(f.type, rest)
     return None
+
+
+def field_at_parts(schema: StructType, path: Sequence[str]) -> StructField | None:
+    """The field at ``path`` (one name per nesting level, matched ignoring case, through
+    structs only), or ``None``."""
+    current: DataType = schema
+    found: StructField | None = None
+    for part in path:
+        if not isinstance(current, StructType):
+            return None
+        found = next((f for f in current.fields if f.name.lower() == part.lower()), None)
+        if found is None:
+            return None
+        current = found.type
+    return found
 
 
 @dataclass(frozen=True, slots=True)

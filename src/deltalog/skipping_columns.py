@@ -20,8 +20,8 @@ from deltalog.schema import (
     DataType,
     DecimalType,
     PrimitiveType,
-    StructField,
     StructType,
+    field_at_parts,
     simple_string,
 )
 
@@ -129,26 +129,13 @@ def validate_stats_columns(
         name = ".".join(path)
         if name.lower() in partitions:
             raise alter_errors.data_skipping_on_partition_column(table, name)
-        field = _field_at(schema, path)
+        field = field_at_parts(schema, path)
         if field is None:
             raise alter_errors.column_not_found(table, name, simple_string(schema))
         _visit(name, field.type, visited, inside_struct=len(path) > 1, table=table)
     duplicated = sorted({n for n in visited if visited.count(n) > 1})
     if duplicated:
         raise alter_errors.duplicate_data_skipping_columns(table, duplicated)
-
-
-def _field_at(schema: StructType, path: ColumnPath) -> StructField | None:
-    current: DataType = schema
-    field: StructField | None = None
-    for part in path:
-        if not isinstance(current, StructType):
-            return None
-        field = next((f for f in current.fields if f.name.lower() == part.lower()), None)
-        if field is None:
-            return None
-        current = field.type
-    return field
 
 
 def _visit(name: str, t: DataType, visited: list[str], *, inside_struct: bool, table: str) -> None:

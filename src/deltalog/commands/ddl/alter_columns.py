@@ -43,6 +43,7 @@ from deltalog.schema import (
     PrimitiveType,
     StructField,
     StructType,
+    field_at_parts,
     simple_string,
 )
 from deltalog.skipping_columns import drop_stats_columns, rename_stats_column
@@ -215,7 +216,7 @@ def drop_columns(
     schema = snapshot.schema
     dropped: list[ColumnPath] = []
     for column in map(tuple, columns):
-        if if_exists and _find(schema, column) is None:
+        if if_exists and field_at_parts(schema, column) is None:
             continue
         f = column_field(schema, column, table)
         if len(column) == 1 and len(schema.fields) == 1:
@@ -359,21 +360,8 @@ def _mapping_mode(snapshot: Snapshot) -> str:
     return TableProperties(snapshot.metadata.configuration, snapshot.table_root).column_mapping_mode
 
 
-def _find(schema: StructType, column: ColumnPath) -> StructField | None:
-    struct: DataType = schema
-    found = None
-    for part in column:
-        if not isinstance(struct, StructType):
-            return None
-        found = next((f for f in struct.fields if f.name.lower() == part.lower()), None)
-        if found is None:
-            return None
-        struct = found.type
-    return found
-
-
 def column_field(schema: StructType, column: ColumnPath, table: str) -> StructField:
-    found = _find(schema, column) if column else None
+    found = field_at_parts(schema, column) if column else None
     if found is None:
         raise alter_errors.column_not_found(table, _dotted(column), schema.to_json())
     return found
