@@ -45,8 +45,13 @@ def is_skipping_eligible(t: DataType) -> bool:
 
 def listed_stats_columns(configuration: Mapping[str, str]) -> str | None:
     """The raw ``delta.dataSkippingStatsColumns`` value (the key matched ignoring case)."""
+    key = _stats_key(configuration)
+    return None if key is None else configuration[key]
+
+
+def _stats_key(configuration: Mapping[str, str]) -> str | None:
     lowered = STATS_COLUMNS_KEY.lower()
-    return next((v for k, v in configuration.items() if k.lower() == lowered), None)
+    return next((k for k in configuration if k.lower() == lowered), None)
 
 
 def parse_column_list(text: str) -> list[ColumnPath]:
@@ -174,7 +179,7 @@ def _rewrite(
     configuration: Mapping[str, str], change: Callable[[list[ColumnPath]], list[ColumnPath]]
 ) -> dict[str, str]:
     out = dict(configuration)
-    key = next((k for k in out if k.lower() == STATS_COLUMNS_KEY.lower()), None)
+    key = _stats_key(out)
     if key is None:
         return out
     try:

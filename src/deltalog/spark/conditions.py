@@ -149,11 +149,16 @@ def check_partition_filter(
 
 
 def _text_has_subquery(text: str) -> bool:
+    tree = _sql_tree(text)  # None: Spark's parser decides, and analyses what sqlglot cannot
+    return tree is not None and any(True for _ in tree.find_all(exp.Select))
+
+
+def _sql_tree(text: str) -> exp.Expr | None:
+    """sqlglot's tree of a Spark SQL expression, or ``None`` where sqlglot cannot parse it."""
     try:
-        tree = sqlglot.parse_one(text, read="spark")
+        return sqlglot.parse_one(text, read="spark")
     except sqlglot.errors.SqlglotError:
-        return False  # Spark's parser decides; a subquery sqlglot cannot parse is analysed
-    return any(True for _ in tree.find_all(exp.Select))
+        return None
 
 
 def _unresolved_column(error: AnalysisException) -> str | None:
@@ -193,9 +198,8 @@ def _shape(frame: Any, condition: Any) -> tuple[bool, bool]:
     if jdf is not None:
         analysed = jdf.queryExecution().analyzed()
         return not analysed.subqueries().isEmpty(), bool(analysed.condition().deterministic())
-    try:
-        tree = sqlglot.parse_one(condition_sql(condition), read="spark")
-    except sqlglot.errors.SqlglotError:
+    tree = _sql_tree(condition_sql(condition))
+    if tree is None:
         return False, True  # Spark parsed it; the text is only a second opinion
     subquery = any(True for _ in tree.find_all(exp.Select))
     names = {_function_name(f) for f in tree.find_all(exp.Func)}
