@@ -109,3 +109,99 @@ def test_update_and_merge_fit_values_on_both_engines(
     stored = sorted(tuple(r.values()) for r in oracle_rows(root).to_pylist())
     assert stored == [(1, "k  ", "kkkk"), (2, "z  ", "q   "), (3, "m  ", "n")]
     assert sorted(tuple(r) for r in spark.read.format(fmt).load(root).collect()) == stored
+
+
+NESTED = "id INT, s STRUCT<a: VARCHAR(3), n: INT>, arr ARRAY<CHAR(2)>, m MAP<STRING, VARCHAR(2)>"
+NESTED_ROWS = [
+    "(1, named_struct('a', 'ab', 'n', 1), array('x', NULL), map('k', 'v '))",
+    "(2, named_struct('a', 'abc   ', 'n', 2), array('yz  '), map('k', 'vw   '))",
+    "(3, NULL, NULL, NULL)",
+]
+
+
+def test_nested_char_varchar_as_spark_declares_and_writes_them(spark: Any, tmp_path: Path) -> None:
+    """CHAR/VARCHAR inside structs, arrays and maps: the column's metadata holds the whole
+    declared type as Spark's own table of the same DDL holds it, and SQL INSERT, the DataFrame
+    writer and MERGE on both engines fit nested values as Spark's table stores them, or fail
+    with EXCEED_LIMIT_LENGTH and commit nothing."""
+    import pyarrow.parquet as pq
+
+    from tests.spark.confs import session_confs
+
+    fmt = deltalog.register(spark)
+    root, oracle_dir = str(tmp_path / "t"), str(tmp_path / "oracle")
+    spark.sql(f"CREATE TABLE delta.`{root}` ({NESTED}) USING delta")
+    spark.sql("DROP TABLE IF EXISTS nested_char_oracle")
+    spark.sql(f"CREATE TABLE nested_char_oracle ({NESTED}) USING parquet LOCATION '{oracle_dir}'")
+    try:
+        oracle_meta = {f.name: f.metadata for f in spark.table("nested_char_oracle").schema}
+        for values in NESTED_ROWS:
+            spark.sql(f"INSERT INTO nested_char_oracle VALUES {values}")
+            spark.sql(f"INSERT INTO delta.`{root}` VALUES {values}")
+        bad = "(9, named_struct('a', 'abcd', 'n', 9), array('x'), map('k', 'v'))"
+        with pytest.raises(Exception, match="EXCEED_LIMIT_LENGTH"):
+            spark.sql(f"INSERT INTO nested_char_oracle VALUES {bad}")
+        version = DeltaLog.for_table(root).update().version
+        with pytest.raises(errors.DeltaWriteError, match="EXCEED_LIMIT_LENGTH"):
+            spark.sql(f"INSERT INTO delta.`{root}` VALUES {bad}")
+        too_long = spark.sql(f"SELECT * FROM VALUES {bad} AS v(id, s, arr, m)")
+        with pytest.raises(errors.DeltaWriteError, match="EXCEED_LIMIT_LENGTH"):
+            too_long.write.format(fmt).mode("append").save(root)
+        assert DeltaLog.for_table(root).update().version == version
+    finally:
+        spark.sql("DROP TABLE IF EXISTS nested_char_oracle")
+    fields = _fields(root)
+    assert {n: f["metadata"] for n, f in fields.items()} == oracle_meta
+    assert oracle_meta["s"] == {"__CHAR_VARCHAR_TYPE_STRING": "struct<a:varchar(3),n:int>"}
+    assert fields["arr"]["type"] == {"type": "array", "elementType": "string", "containsNull": True}
+
+    def stored(rows: list[dict[str, Any]]) -> list[Any]:
+        return sorted(
+            (r["id"], r["s"], r["arr"], sorted(r["m"]) if r["m"] is not None else None)
+            for r in rows
+        )
+
+    files = sorted(Path(oracle_dir).glob("*.parquet"))  # one schema each: read them one by one
+    want = stored([r for f in files for r in pq.read_table(f).to_pylist()])
+    assert want[1] == (2, {"a": "abc", "n": 2}, ["yz"], [("k", "vw")])  # the inputs, fitted
+    assert want[0][2] == ["x ", None]  # CHAR(2) elements padded
+    assert stored(oracle_rows(root).to_pylist()) == want
+
+    source = spark.sql(
+        "SELECT * FROM VALUES (3, named_struct('a', 'q     ', 'n', 3), array('p'), map('j', 'i')),"
+        " (4, named_struct('a', 'r', 'n', 4), array(), map()) AS v(id, s, arr, m)"
+    )
+    for engine, row in (("spark", 3), ("local", 4)):
+        with session_confs(spark, {"spark.deltalog.engine": engine}):
+            merged = DeltaTable.forPath(spark, root).alias("t")
+            only = source.where(f"id = {row}")
+            merged.merge(
+                only.alias("s"), "t.id = s.id"
+            ).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    got = {r["id"]: r for r in oracle_rows(root).to_pylist()}
+    assert (got[3]["s"], got[3]["arr"], got[3]["m"]) == ({"a": "q  ", "n": 3}, ["p "], [("j", "i")])
+    assert (got[4]["s"], got[4]["arr"], got[4]["m"]) == ({"a": "r", "n": 4}, [], [])
+    with session_confs(spark, {"spark.deltalog.engine": "local"}):
+        bad_source = spark.sql(
+            "SELECT 5 AS id, named_struct('a', 'x', 'n', 5) AS s, array('abc') AS arr,"
+            " map('k', 'v') AS m"
+        )
+        version = DeltaLog.for_table(root).update().version
+        with pytest.raises(errors.DeltaWriteError, match="EXCEED_LIMIT_LENGTH"):
+            DeltaTable.forPath(spark, root).alias("t").merge(
+                bad_source.alias("s"), "t.id = s.id"
+            ).whenNotMatchedInsertAll().execute()
+        assert DeltaLog.for_table(root).update().version == version
+
+
+def test_builder_keeps_nested_char_varchar_of_a_spark_type(spark: Any, tmp_path: Path) -> None:
+    """``addColumn`` with a Spark type holding ``VarcharType`` inside stores Delta's ``string``
+    (never ``varchar(n)``, which no Delta reader knows) and Spark's declared type as metadata."""
+    from pyspark.sql import types as T
+
+    root = str(tmp_path / "b")
+    element = T.StructType([T.StructField("a", T.VarcharType(3))])
+    DeltaTable.create(spark).location(root).addColumn("arr", T.ArrayType(element)).execute()
+    field = _fields(root)["arr"]
+    assert field["type"]["elementType"]["fields"][0]["type"] == "string"
+    assert field["metadata"] == {"__CHAR_VARCHAR_TYPE_STRING": "array<struct<a:varchar(3)>>"}

@@ -12,6 +12,7 @@ from pyspark.sql import types as T
 from deltalog import errors
 from deltalog.schema import CHAR_VARCHAR_KEY, parse_char_varchar
 from deltalog.spark.api import arguments
+from deltalog.write.char_varchar import Declared, catalog_string, parse_declared
 
 
 class IdentityGenerator:
@@ -85,9 +86,13 @@ def column_json(
         )
     identity = identity or generatedByDefaultAs
     declared = char_varchar(dataType)
+    nested = None if declared is not None else _nested_char_varchar(dataType)
     if declared is not None:  # kept as Spark keeps it in a table's schema: string + metadata
         type_json: Any = "string"
         metadata[CHAR_VARCHAR_KEY] = declared
+    elif nested is not None:  # strings inside, the whole declared type in the metadata
+        type_json = sql_type_json(spark, nested[1])
+        metadata[CHAR_VARCHAR_KEY] = catalog_string(type_json, nested[0])
     else:
         type_json = sql_type_json(spark, dataType)
     if identity is not None:
@@ -127,3 +132,10 @@ def char_varchar(data_type: str | T.DataType) -> str | None:
         return data_type.simpleString()
     declared = parse_char_varchar(data_type) if isinstance(data_type, str) else None
     return f"{declared[0]}({declared[1]})" if declared is not None else None
+
+
+def _nested_char_varchar(data_type: str | T.DataType) -> tuple[Declared, str] | None:
+    """A struct, array or map type declaring ``CHAR``/``VARCHAR`` inside, and its text with
+    them as ``string`` (Spark's ``CharVarcharUtils.replaceCharVarcharWithString``)."""
+    text = data_type.simpleString() if isinstance(data_type, T.DataType) else data_type
+    return parse_declared(text)

@@ -47,13 +47,14 @@ from deltalog.commands.write.write_into_delta import (
     WritePlan,
     change_data_layout,
 )
-from deltalog.schema import StructType, char_varchar
+from deltalog.schema import StructType
 from deltalog.spark.schema import spark_type
 from deltalog.spark.session import conf_get, to_arrow
 from deltalog.spark.storage import note_path
 from deltalog.spark.write import parquet
 from deltalog.storage import register, store_for
 from deltalog.storage.options import StorageOptions, registered
+from deltalog.write.char_varchar import Declared, declared
 from deltalog.write.file_writer import DataFileWriter, WriteLayout
 from deltalog.write.type_widening import ALLOW_AUTOMATIC_WIDENING_CONF
 
@@ -355,28 +356,47 @@ def _char_varchar_checked(df: Any, schema: StructType) -> Any:
     """``df`` with each ``CHAR(n)``/``VARCHAR(n)`` column's values as Spark writes them to such
     a column (``CharVarcharCodegenUtils``): a longer value loses trailing spaces down to n, and
     if still longer fails the write (``EXCEED_LIMIT_LENGTH``); a ``CHAR`` value is then padded
-    with spaces to n."""
+    with spaces to n. Values nested in structs, arrays and maps are fitted alike."""
     present = {c.lower(): c for c in df.columns}
     for f in schema.fields:
-        declared = char_varchar(f)
+        tree = declared(f)
         name = present.get(f.name.lower())
-        if declared is None or name is None:
+        if tree is None or name is None:
             continue
-        kind, limit = declared
-        value = F.col(f"`{name}`")
-        msg = (
-            f"{_CHECK_MARKER}EXCEED_LIMIT_LENGTH] Exceeds char/varchar type length "
-            f"limitation: {limit}."
-        )
-        fitted = (
-            F.when(value.isNull() | (F.length(value) <= limit), value)
-            .when(F.length(F.rtrim(value)) <= limit, F.substring(value, 1, limit))
-            .otherwise(F.raise_error(F.lit(msg)).cast("string"))
-        )
-        if kind == "char":
-            fitted = F.rpad(fitted, limit, " ")
-        df = df.withColumn(name, fitted)
+        df = df.withColumn(name, _fitted(F.col(f"`{name}`"), tree))
     return df
+
+
+def _fitted(value: Any, tree: Declared) -> Any:
+    """``value`` fitted to the declared type ``tree`` (a column expression, no job)."""
+    children = dict(tree.children)
+    if tree.kind == "struct":
+        for name, child in tree.children:  # withField keeps a NULL struct NULL
+            if child.has_char_varchar():
+                field = value.getField(name)
+                quoted = name.replace("`", "``")
+                value = value.withField(f"`{quoted}`", _fitted(field, child))
+        return value
+    if tree.kind == "array":
+        return F.transform(value, lambda x: _fitted(x, children["element"]))
+    if tree.kind == "map":
+        if children["key"].has_char_varchar():
+            value = F.transform_keys(value, lambda k, _: _fitted(k, children["key"]))
+        if children["value"].has_char_varchar():
+            value = F.transform_values(value, lambda _, v: _fitted(v, children["value"]))
+        return value
+    if tree.kind not in ("char", "varchar"):
+        return value
+    limit = tree.length
+    msg = (
+        f"{_CHECK_MARKER}EXCEED_LIMIT_LENGTH] Exceeds char/varchar type length limitation: {limit}."
+    )
+    fitted = (
+        F.when(value.isNull() | (F.length(value) <= limit), value)
+        .when(F.length(F.rtrim(value)) <= limit, F.substring(value, 1, limit))
+        .otherwise(F.raise_error(F.lit(msg)).cast("string"))
+    )
+    return F.rpad(fitted, limit, " ") if tree.kind == "char" else fitted
 
 
 def _rule_error(e: Exception, table: str) -> Exception:

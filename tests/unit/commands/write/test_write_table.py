@@ -497,3 +497,61 @@ def test_char_and_varchar_values_are_fitted_as_spark_writes_them(tmp_path: Path)
     assert DeltaLog.for_table(root).update().version == version + 2
     want = [(1, "ab ", "abcd"), (2, "x  ", "w"), (3, "q  ", "é"), (4, "y  ", "zz  ")]
     assert sorted(tuple(r.values()) for r in oracle_rows(root).to_pylist()) == want
+
+
+def test_nested_char_and_varchar_values_are_fitted(tmp_path: Path) -> None:
+    """CHAR/VARCHAR inside a struct, an array and a map (the top-level column's
+    ``__CHAR_VARCHAR_TYPE_STRING`` holds the declared type, as Spark keeps it): write_table
+    fits the nested values as Spark's write does, null structs and lists included, and refuses
+    a nested value too long with nothing committed."""
+    from deltalog.commands.ddl.create_table import TableSpec, create_table
+    from deltalog.schema import (
+        CHAR_VARCHAR_KEY,
+        ArrayType,
+        MapType,
+        PrimitiveType,
+        StructField,
+        StructType,
+    )
+
+    root = str(tmp_path / "t")
+    string = PrimitiveType("string")
+    inner = StructType((StructField("a", string), StructField("n", PrimitiveType("integer"))))
+    schema = StructType(
+        (
+            StructField("s", inner, True, {CHAR_VARCHAR_KEY: "struct<a:varchar(3),n:int>"}),
+            StructField("arr", ArrayType(string), True, {CHAR_VARCHAR_KEY: "array<char(2)>"}),
+            StructField(
+                "m", MapType(string, string), True, {CHAR_VARCHAR_KEY: "map<string,varchar(2)>"}
+            ),
+        )
+    )
+    create_table(root, "create", TableSpec(schema))
+    arrow = pa.schema(
+        [
+            ("s", pa.struct([("a", pa.string()), ("n", pa.int32())])),
+            ("arr", pa.list_(pa.string())),
+            ("m", pa.map_(pa.string(), pa.string())),
+        ]
+    )
+    rows = [
+        {"s": {"a": "abc   ", "n": 1}, "arr": ["x", None, "yz  "], "m": [("k", "v   ")]},
+        {"s": None, "arr": None, "m": None},
+        {"s": {"a": None, "n": 3}, "arr": [], "m": [("key  long", "ab")]},
+    ]
+    write_table(root, pa.Table.from_pylist(rows, arrow).slice(0), mode="append")
+    for bad in (
+        {"s": {"a": "abcd", "n": 9}, "arr": None, "m": None},
+        {"s": None, "arr": ["abc"], "m": None},
+        {"s": None, "arr": None, "m": [("k", "abc")]},
+    ):
+        with pytest.raises(errors.DeltaWriteError) as e:
+            write_table(root, pa.Table.from_pylist([bad], arrow), mode="append")
+        assert e.value.error_class == "EXCEED_LIMIT_LENGTH"
+    assert DeltaLog.for_table(root).update().version == 1
+    want = [
+        {"s": {"a": "abc", "n": 1}, "arr": ["x ", None, "yz"], "m": [("k", "v ")]},
+        {"s": None, "arr": None, "m": None},
+        {"s": {"a": None, "n": 3}, "arr": [], "m": [("key  long", "ab")]},
+    ]
+    assert oracle_rows(root).to_pylist() == want
