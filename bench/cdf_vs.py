@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from timing import run_checkout  # bench/ is on sys.path when a benchmark runs
 
 HERE = Path(__file__).resolve().parent
 RANGES = ((1, 100), (0, 100))
@@ -72,13 +72,7 @@ def _case(spark: Any, path: str, start: int, end: int, action: str) -> Any:
 
 
 def run(root: Path, repeat: int, table: Path) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(root / "src"), PYSPARK_PYTHON=sys.executable)
-    command = [sys.executable, __file__, "--child", "--repeat", str(repeat), "--table", str(table)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-    result: dict[str, Any] = json.loads(line[len("RESULT ") :])
-    assert Path(result["deltalog"]).is_relative_to(root), result["deltalog"]
-    return result
+    return run_checkout(root, __file__, ["--repeat", str(repeat), "--table", str(table)])
 
 
 def main() -> None:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
+
+from timing import run_checkout  # bench/ is on sys.path when a benchmark runs
 
 HERE = Path(__file__).resolve().parent
 KINDS = ("delete", "update", "merge")
@@ -52,14 +52,9 @@ def child(repeat: int, rows: int, files: int, kinds: list[str], layouts: list[st
 def run(
     root: Path, repeat: int, rows: int, files: int, kinds: list[str], layouts: list[str]
 ) -> dict[str, list[float]]:
-    env = dict(os.environ, PYTHONPATH=str(root / "src"), PYSPARK_PYTHON=sys.executable)
-    command = [sys.executable, __file__, "--child", "--repeat", str(repeat), "--rows", str(rows)]
-    command += ["--files", str(files), "--only", ",".join(kinds), "--layouts", ",".join(layouts)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-    result = json.loads(line[len("RESULT ") :])
-    assert Path(result["deltalog"]).is_relative_to(root), result["deltalog"]
-    times: dict[str, list[float]] = result["times"]
+    command = ["--repeat", str(repeat), "--rows", str(rows), "--files", str(files)]
+    command += ["--only", ",".join(kinds), "--layouts", ",".join(layouts)]
+    times: dict[str, list[float]] = run_checkout(root, __file__, command)["times"]
     return times
 
 

@@ -23,11 +23,12 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from timing import run_checkout  # bench/ is on sys.path when a benchmark runs
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "_data" / "optimize_vs"
@@ -101,15 +102,9 @@ def child(args: argparse.Namespace) -> None:
 
 
 def run(root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(root / "src"), PYSPARK_PYTHON=sys.executable)
-    command = [sys.executable, __file__, "--child", "--repeat", str(args.repeat)]
-    command += ["--files", str(args.files), "--rows", str(args.rows)]
+    command = ["--repeat", str(args.repeat), "--files", str(args.files), "--rows", str(args.rows)]
     command += ["--partitions", str(args.partitions)] + (["--zorder"] if args.zorder else [])
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-    result: dict[str, Any] = json.loads(line[len("RESULT ") :])
-    assert Path(result["deltalog"]).is_relative_to(root), result["deltalog"]
-    return result
+    return run_checkout(root, __file__, command)
 
 
 def main() -> None:

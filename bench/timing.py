@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -39,3 +44,16 @@ def interleaved(
             if lap:  # the first lap warms (JIT, Python workers, caches)
                 times[name].append(time.perf_counter() - started)
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+def run_checkout(root: Path, script: str, args: list[str]) -> dict[str, Any]:
+    """Run ``script --child ARGS`` with the checkout at ``root`` first on the path (its own
+    process: two versions of deltalog cannot share one) and return the JSON of its
+    ``RESULT`` line, checked to come from that checkout's deltalog."""
+    env = dict(os.environ, PYTHONPATH=str(root / "src"), PYSPARK_PYTHON=sys.executable)
+    command = [sys.executable, script, "--child", *args]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
+    result: dict[str, Any] = json.loads(line[len("RESULT ") :])
+    assert Path(result["deltalog"]).is_relative_to(root), result["deltalog"]
+    return result
