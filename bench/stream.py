@@ -260,11 +260,17 @@ _PLANNER_START = (
 
 def worker_python_path() -> str:
     """The ``PYTHONPATH`` Spark gives the Python processes it starts (``PythonUtils``):
-    ``$SPARK_HOME/python/lib/pyspark.zip`` and py4j's zip first, then the environment's."""
+    ``$SPARK_HOME/python/lib/pyspark.zip``, py4j's zip and the jar of Spark's core (a zip too,
+    which every import PySpark's zip does not hold looks through), then the environment's."""
     from pyspark.find_spark_home import _find_spark_home
 
-    lib = Path(_find_spark_home()) / "python" / "lib"
-    zips = [str(lib / "pyspark.zip"), *(str(p) for p in sorted(lib.glob("py4j-*-src.zip")))]
+    home = Path(_find_spark_home())
+    lib = home / "python" / "lib"
+    zips = [
+        str(lib / "pyspark.zip"),
+        *(str(p) for p in sorted(lib.glob("py4j-*-src.zip"))),
+        *(str(p) for p in sorted((home / "jars").glob("spark-core_*.jar"))),
+    ]
     return os.pathsep.join([*zips, os.environ.get("PYTHONPATH", "")])
 
 
