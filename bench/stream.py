@@ -30,6 +30,17 @@ deltalake. Each run writes a fresh sink:
   a Python process of its own, started with each query; the second floor is that cost with no
   Delta log work, so what deltalog's source adds is its difference to it.
 
+* the breakdown of each one-batch stream: ``start()``, from
+  ``start()`` to the first trigger (Spark's checkpoint ``metadata``, and for a Python source
+  the planner process it starts), the trigger's phases (Spark's ``durationMs``) and the wait
+  from the end of the last trigger to ``awaitTermination`` returning;
+* the planner process's floor (``planner``): a Python process started as Spark starts a
+  Python streaming source's planner (the worker's ``PYTHONPATH``: PySpark's ``pyspark.zip``
+  first) that imports PySpark's runner and re-reads the import caches as the
+  runner does (``setup_spark_files``), then exits, no deltalog in it; beside it the same with
+  the installed PySpark (bytecode cached): the difference is what importing PySpark from its
+  zip (compiled from source, every query) costs.
+
 Each figure is a median of ``--runs`` rounds that interleave every case, after a warm-up round.
 Prints rows/s of each and the ratios to the batch read. Python processes Spark starts (the
 streaming planner among them) cache bytecode, as an installed deltalog has it compiled. Run by
@@ -40,10 +51,13 @@ hand: ``python bench/stream.py [--commits N] [--rows N] [--files-per-batch N] [-
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
 import math
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -119,42 +133,88 @@ def files_source() -> Any:
     return FilesSource
 
 
-def run_floor(spark: Any, src: Path, sink: Path, kind: str, schema: Any) -> float:
-    """Seconds of a one-batch stream of ``src``'s files counted in ``foreachBatch``: through
-    Spark's parquet file stream (``kind="parquet"``) or the minimal Python source."""
-    started = time.perf_counter()
+class Clock:
+    """Wall-clock marks of one streaming query (``time.time``: Spark's progress timestamps are
+    wall-clock too), for :func:`breakdown`."""
+
+    def __init__(self) -> None:
+        self.marks: dict[str, float] = {"begin": time.time()}
+
+    def mark(self, name: str) -> None:
+        self.marks[name] = time.time()
+
+    def run(self, start: Any) -> tuple[float, list[dict[str, Any]], dict[str, float]]:
+        """Start the query (``start()`` builds and starts it), wait for it; the seconds from
+        ``begin``, its progress reports and its breakdown."""
+        self.mark("start")
+        query = start()
+        self.mark("started")
+        query.awaitTermination()
+        self.mark("end")
+        progress = [_progress_json(p) for p in query.recentProgress]
+        return self.marks["end"] - self.marks["begin"], progress, breakdown(self.marks, progress)
+
+
+def _progress_json(progress: Any) -> dict[str, Any]:
+    text = getattr(progress, "json", None)  # PySpark 4: a class; 3.5: a dict
+    return json.loads(text) if isinstance(text, str) else dict(progress)
+
+
+def _epoch(stamp: str) -> float:
+    return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def breakdown(marks: dict[str, float], progress: list[dict[str, Any]]) -> dict[str, float]:
+    """Seconds of each part of one query: ``start()``, from ``start()`` to the first trigger,
+    each trigger phase summed over the batches, and the wait after the last trigger."""
+    out = {"load": marks["start"] - marks["begin"], "start()": marks["started"] - marks["start"]}
+    if not progress:
+        return out
+    out["to trigger"] = _epoch(progress[0]["timestamp"]) - marks["start"]
+    for p in progress:
+        for key, ms in p["durationMs"].items():
+            out[key] = out.get(key, 0.0) + int(ms) / 1000
+    last = progress[-1]
+    ended = _epoch(last["timestamp"]) + int(last["durationMs"]["triggerExecution"]) / 1000
+    out["tail"] = marks["end"] - ended
+    return out
+
+
+def run_floor(
+    spark: Any, src: Path, sink: Path, kind: str, schema: Any
+) -> tuple[float, list[dict[str, Any]], dict[str, float]]:
+    """A one-batch stream of ``src``'s files counted in ``foreachBatch``: through Spark's
+    parquet file stream (``kind="parquet"``) or the minimal Python source."""
+    clock = Clock()
     if kind == "parquet":
         reader = spark.readStream.schema(schema).parquet(str(src))
     else:
         reader = spark.readStream.format("bench_files").option("path", str(src)).load()
-    query = (
+    writer = (
         reader.writeStream.option("checkpointLocation", str(sink) + "-checkpoint")
         .trigger(availableNow=True)
         .foreachBatch(lambda df, _: df.count())
-        .start()
     )
-    query.awaitTermination()
-    return time.perf_counter() - started
+    return clock.run(writer.start)
 
 
 def run_spark_stream(
     spark: Any, src: Path, sink: Path, schema: Any
-) -> tuple[float, list[dict[str, Any]]]:
-    """Seconds of a plain Spark file stream of ``src``'s parquet files (schema given) into a
-    parquet sink, ``Trigger.AvailableNow``: one batch, Spark's own query start and sink; and
-    the query's progress reports."""
-    started = time.perf_counter()
-    query = (
+) -> tuple[float, list[dict[str, Any]], dict[str, float]]:
+    """A plain Spark file stream of ``src``'s parquet files (schema given) into a parquet sink,
+    ``Trigger.AvailableNow``: one batch, Spark's own query start and sink. Its ``getBatch``
+    lists the batch's files (over ``parallelPartitionDiscovery.threshold`` of them, 32, in a
+    Spark job), work a Delta source does from the log instead."""
+    clock = Clock()
+    writer = (
         spark.readStream.schema(schema)
         .format("parquet")
         .load(str(src))
         .writeStream.format("parquet")
         .option("checkpointLocation", str(sink) + "-checkpoint")
         .trigger(availableNow=True)
-        .start(str(sink))
     )
-    query.awaitTermination()
-    return time.perf_counter() - started, list(query.recentProgress)
+    return clock.run(lambda: writer.start(str(sink)))
 
 
 def run_spark_batch(spark: Any, src: Path, sink: Path, schema: Any) -> float:
@@ -166,30 +226,95 @@ def run_spark_batch(spark: Any, src: Path, sink: Path, schema: Any) -> float:
 
 def run_stream(
     spark: Any, src: Path, sink: Path, files_per_batch: int | None, peer: str | None = None
-) -> tuple[float, list[dict[str, Any]]]:
-    """Seconds to stream every commit of ``src`` (``startingVersion=0``) into a new ``sink``
-    (availableNow), and the query's progress reports (one per batch). ``peer``: ``"parquet"``
-    writes each batch with ``df.write.parquet`` in ``foreachBatch``, ``"count"`` only counts
-    its rows, instead of the Delta sink."""
+) -> tuple[float, list[dict[str, Any]], dict[str, float]]:
+    """Stream every commit of ``src`` (``startingVersion=0``) into a new ``sink``
+    (availableNow): seconds, the query's progress reports (one per batch) and its breakdown.
+    ``peer``: ``"parquet"`` writes each batch with ``df.write.parquet`` in ``foreachBatch``,
+    ``"count"`` only counts its rows, instead of the Delta sink."""
     reader = spark.readStream.format("delta").option("startingVersion", 0)
     if files_per_batch is not None:
         reader = reader.option("maxFilesPerTrigger", files_per_batch)
-    started = time.perf_counter()
+    clock = Clock()
     writer = (
         reader.load(str(src))
         .writeStream.option("checkpointLocation", str(sink) + "-checkpoint")
         .trigger(availableNow=True)
     )
     if peer == "parquet":
-        query = writer.foreachBatch(
-            lambda df, _: df.write.mode("append").parquet(str(sink))
-        ).start()
-    elif peer == "count":
-        query = writer.foreachBatch(lambda df, _: df.count()).start()
-    else:
-        query = writer.format("delta").start(str(sink))
-    query.awaitTermination()
-    return time.perf_counter() - started, list(query.recentProgress)
+        writer = writer.foreachBatch(lambda df, _: df.write.mode("append").parquet(str(sink)))
+        return clock.run(writer.start)
+    if peer == "count":
+        return clock.run(writer.foreachBatch(lambda df, _: df.count()).start)
+    return clock.run(lambda: writer.format("delta").start(str(sink)))
+
+
+# What PySpark's streaming source runner does before it reads the data source: import the
+# runner (and with it PySpark), then ``setup_spark_files`` adds a directory to ``sys.path`` and
+# calls ``importlib.invalidate_caches()``, which re-reads the directory of every zip on the path.
+_PLANNER_START = (
+    "import importlib, sys, tempfile; "
+    "import pyspark.sql.streaming.python_streaming_source_runner; "
+    "sys.path.insert(1, tempfile.gettempdir()); importlib.invalidate_caches()"
+)
+
+
+def worker_python_path() -> str:
+    """The ``PYTHONPATH`` Spark gives the Python processes it starts (``PythonUtils``):
+    ``$SPARK_HOME/python/lib/pyspark.zip``, py4j's zip and the jar of Spark's core (a zip too,
+    which every import PySpark's zip does not hold looks through), then the environment's."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    home = Path(_find_spark_home())
+    lib = home / "python" / "lib"
+    zips = [
+        str(lib / "pyspark.zip"),
+        *(str(p) for p in sorted(lib.glob("py4j-*-src.zip"))),
+        *(str(p) for p in sorted((home / "jars").glob("spark-core_*.jar"))),
+    ]
+    return os.pathsep.join([*zips, os.environ.get("PYTHONPATH", "")])
+
+
+def run_planner(zipped: bool) -> tuple[float, list[dict[str, Any]], dict[str, float]]:
+    """Seconds of a Python process started as Spark starts a streaming source's planner, up to
+    where the runner would read the data source (no deltalog in it): PySpark from Spark's
+    ``pyspark.zip`` (``zipped``, as Spark runs it) or the installed package."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = worker_python_path() if zipped else env.get("PYTHONPATH", "")
+    python = os.environ["PYSPARK_PYTHON"]
+    started = time.perf_counter()
+    subprocess.run([python, "-c", _PLANNER_START], env=env, check=True)
+    return time.perf_counter() - started, [], {}
+
+
+BREAKDOWN = (
+    "load",
+    "start()",
+    "to trigger",
+    "latestOffset",
+    "getBatch",
+    "queryPlanning",
+    "addBatch",
+    "walCommit",
+    "commitOffsets",
+    "triggerExecution",
+    "tail",
+)
+
+
+def print_breakdown(parts: dict[str, list[dict[str, float]]]) -> None:
+    """Median seconds of each part of each one-batch stream (see :func:`breakdown`)."""
+    order = ("stream-one", "count-one", "floor-python", "floor-parquet", "spark-stream")
+    names = [n for n in order if parts.get(n)]
+    if not names:
+        return
+    print("breakdown of the one-batch streams (medians, s):")
+    print(f"  {'':18s}" + "".join(f"{n:>14s}" for n in names))
+    for key in BREAKDOWN:
+        cells = []
+        for n in names:
+            values = [p[key] for p in parts[n] if key in p]
+            cells.append(f"{statistics.median(values):14.3f}" if values else f"{'-':>14s}")
+        print(f"  {key:18s}" + "".join(cells))
 
 
 def phases(progress: list[dict[str, Any]]) -> str:
@@ -203,6 +328,7 @@ def phases(progress: list[dict[str, Any]]) -> str:
 
 
 def run_batch(spark: Any, src: Path, sink: Path) -> float:
+    """Seconds of the Delta batch read + write of ``src``."""
     started = time.perf_counter()
     spark.read.format("delta").load(str(src)).write.format("delta").save(str(sink))
     return time.perf_counter() - started
@@ -244,30 +370,34 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-stream-"))
     fpb = args.files_per_batch
     cases: dict[str, Any] = {
-        "batch": lambda d: (run_batch(spark, src, d), []),
+        "batch": lambda d: (run_batch(spark, src, d), [], {}),
         "stream-one": lambda d: run_stream(spark, src, d, None),
         "stream-many": lambda d: run_stream(spark, src, d, fpb),
         "parquet": lambda d: run_stream(spark, src, d, fpb, "parquet"),
         "count": lambda d: run_stream(spark, src, d, fpb, "count"),
         "count-one": lambda d: run_stream(spark, src, d, None, "count"),
-        "floor-parquet": lambda d: (run_floor(spark, src, d, "parquet", schema), []),
-        "floor-python": lambda d: (run_floor(spark, src, d, "python", schema), []),
+        "floor-parquet": lambda d: run_floor(spark, src, d, "parquet", schema),
+        "floor-python": lambda d: run_floor(spark, src, d, "python", schema),
         "spark-stream": lambda d: run_spark_stream(spark, src, d, schema),
-        "spark-batch": lambda d: (run_spark_batch(spark, src, d, schema), []),
+        "spark-batch": lambda d: (run_spark_batch(spark, src, d, schema), [], {}),
+        "planner": lambda d: run_planner(zipped=True),
+        "planner-installed": lambda d: run_planner(zipped=False),
     }
     if args.only:
         wanted = set(args.only.split(","))
         cases = {k: v for k, v in cases.items() if k in wanted}
     times: dict[str, list[float]] = {k: [] for k in cases}
     progress: dict[str, list[dict[str, Any]]] = {}
+    parts: dict[str, list[dict[str, float]]] = {k: [] for k in cases}
     try:
         # Round 0 warms the JVM, the Python workers and each query kind; it is not counted.
         for round_ in range(args.runs + 1):
             for name, case in cases.items():
-                seconds, prog = case(work / f"{name}-{round_}")
+                seconds, prog, split = case(work / f"{name}-{round_}")
                 if round_:
                     times[name].append(seconds)
                     progress[name] = prog
+                    parts[name].append(split)
         for name in ("batch", "stream-one", "stream-many"):
             if name not in cases:
                 continue
@@ -281,6 +411,7 @@ def main() -> None:
         f"source: {args.commits} commits x {args.rows} rows = {total} rows; medians of {args.runs}"
     )
     report(m, progress, total)
+    print_breakdown(parts)
     if "stream-many" in progress:
         expected = math.ceil(args.commits / args.files_per_batch)
         assert len(progress["stream-many"]) >= expected, (progress["stream-many"], expected)
@@ -304,8 +435,8 @@ def report(m: dict[str, float], progress: dict[str, list[dict[str, Any]]], total
     if have("spark-stream", "spark-batch"):
         print(
             f"plain Spark parquet: file stream (one batch) {m['spark-stream']:.2f} s, batch read "
-            f"+ write {m['spark-batch']:.2f} s: Spark's own streaming start "
-            f"{m['spark-stream'] - m['spark-batch']:+.2f} s"
+            f"+ write {m['spark-batch']:.2f} s: {m['spark-stream'] - m['spark-batch']:+.2f} s, "
+            "of which its getBatch's file listing (see the breakdown)"
         )
     if have("stream-one", "spark-stream", "batch"):
         print(
@@ -329,6 +460,17 @@ def report(m: dict[str, float], progress: dict[str, list[dict[str, Any]]], total
         print(
             f"  deltalog's source over the Python-source floor "
             f"{m['count-one'] - m['floor-python']:+.2f} s"
+        )
+    if have("stream-one", "floor-python"):
+        print(
+            f"  the one-batch Delta stream over a minimal Python streaming source counted in "
+            f"foreachBatch ({m['floor-python']:.2f} s): {m['stream-one'] - m['floor-python']:+.2f} s"
+        )
+    if have("planner", "planner-installed"):
+        print(
+            f"a streaming source's planner process, to where it reads the source (no deltalog): "
+            f"{m['planner']:.2f} s as Spark starts it (PySpark from pyspark.zip), "
+            f"{m['planner-installed']:.2f} s with the installed PySpark"
         )
     if have("count-one", "stream-one"):
         print(f"  the Delta sink over counting {m['stream-one'] - m['count-one']:+.2f} s")

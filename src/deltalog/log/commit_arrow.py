@@ -89,18 +89,30 @@ def read_commits_arrow(datas: Sequence[bytes], *, table: str) -> list[ArrowCommi
     lines joined (its per-call cost is paid once, and a large input is split over the cores);
     ``None`` when one of them is not in the clean shape (an empty file included), to be read
     one by one."""
+    block = read_commits_block(datas, table=table)
+    if block is None:
+        return None
+    whole, lengths = block
+    out, start = [], 0
+    for length in lengths:
+        out.append(whole.slice(start, length))
+        start += length
+    return out
+
+
+def read_commits_block(
+    datas: Sequence[bytes], *, table: str
+) -> tuple[ArrowCommit, list[int]] | None:
+    """The lines of several commit files as one :class:`ArrowCommit` (one pass of the reader,
+    the files' lines one after the other) and each file's number of lines; ``None`` as for
+    :func:`read_commits_arrow`."""
     bodies = [data.rstrip(b" \t\r\n") for data in datas]
     if not all(bodies):
         return None
     whole = read_commit_arrow(b"\n".join(bodies), table=table)
     if whole is None:
         return None
-    out, start = [], 0
-    for body in bodies:
-        length = body.count(b"\n") + 1
-        out.append(whole.slice(start, length))
-        start += length
-    return out
+    return whole, [body.count(b"\n") + 1 for body in bodies]
 
 
 def read_commit_arrow(data: bytes, *, table: str) -> ArrowCommit | None:

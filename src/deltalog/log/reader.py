@@ -126,7 +126,7 @@ def _from_arrow(arrow: ArrowCommit, version: int, *, table: str, file: str) -> P
     try:
         for row in np.flatnonzero(~keep):
             line = arrow.lines[row]
-            key, value = _decode_line(line, table=table, file=file, lineno=int(row) + 1)
+            key, value = decode_line(line, table=table, file=file, lineno=int(row) + 1)
             if key in REPLAY_SCHEMA.names:
                 keep[row] = True
                 non_file.setdefault(key, []).append((int(row), value))
@@ -170,7 +170,7 @@ def _parse_with_python(
             not file_actions and index != last and _FILE_ACTION_LINE.match(line)
         ):
             continue
-        key, value = _decode_line(line, table=table, file=file, lineno=index + 1)
+        key, value = decode_line(line, table=table, file=file, lineno=index + 1)
         if key in REPLAY_SCHEMA.names:
             if file_actions or key not in ("add", "remove"):
                 rows.append({key: value})
@@ -197,7 +197,7 @@ def read_commit_info(store: LogStore, log_file: LogFile, *, table: str) -> Commi
     for lineno, line in enumerate(data.split(b"\n"), start=1):
         if b'"commitInfo"' not in line:
             continue
-        key, value = _decode_line(line, table=table, file=log_file.path, lineno=lineno)
+        key, value = decode_line(line, table=table, file=log_file.path, lineno=lineno)
         if key == "commitInfo":
             action = action_from_dict(key, value)
             return action if isinstance(action, CommitInfo) else None
@@ -342,7 +342,12 @@ def sidecar_path(log_root: str, path: str) -> str:
     return resolve(posixpath.join(log_root, SIDECAR_DIR), path)
 
 
-def _decode_line(line: bytes, *, table: str, file: str, lineno: int) -> tuple[str, Any]:
+def decode_line(line: bytes, *, table: str, file: str, lineno: int) -> tuple[str, Any]:
+    """A commit line's action key and value.
+
+    Raises:
+        InvalidTableError: not a JSON object with one action key whose value is an object.
+    """
     try:
         obj = json.loads(line)
     except ValueError as e:

@@ -41,13 +41,13 @@ from deltalog.log import kernels as k
 from deltalog.log.filenames import LogFileKind, commit_name, parse_log_file, version_prefix
 from deltalog.log.reader import ParsedCommit, parse_commits
 from deltalog.schema import ArrayType, DataType, MapType, StructType, parse_schema, simple_string
+from deltalog.streaming.commit_block import FILE_COLUMNS, plain_commit_files
 from deltalog.streaming.offsets import BASE_INDEX, DeltaSourceOffset
 from deltalog.streaming.options import AdmissionLimits, SourceOptions
 
 if TYPE_CHECKING:
     from deltalog.delta_log import DeltaLog
 
-FILE_COLUMNS = ("path", "partitionValues", "deletionVector", "size")
 # What a version log cleanup removed contributes under failOnDataLoss=false.
 _NO_FILES = pa.table({"index": pa.nulls(0, pa.int64()), "size": pa.nulls(0, pa.int64())})
 _log = logging.getLogger(__name__)
@@ -318,8 +318,9 @@ class SourcePlanner:
         return result
 
     def _prefetch(self, first: int, last: int) -> None:
-        """Parse the commits from ``first`` (up to ``PREFETCH_COMMITS`` of them, at most to
-        ``last``) that are neither planned nor parsed yet, in one go."""
+        """Read the commits from ``first`` (up to ``PREFETCH_COMMITS`` of them, at most to
+        ``last``) that are neither planned nor parsed yet, in one go: plain appends are
+        planned at once (:mod:`~deltalog.streaming.commit_block`), the rest parsed."""
         if first in self._versions or first in self._parsed:
             return
         commits = []
@@ -331,6 +332,11 @@ class SourcePlanner:
                 self._lost(version)
             else:
                 commits.append((data, version, commit_name(version)))
+        if not self.options.read_change_feed:
+            plain = plain_commit_files(commits, table=self.table)
+            for version, files in plain.items():
+                self._versions[version] = VersionFiles(version, self._excluded(files))
+            commits = [c for c in commits if c[1] not in plain]
         for parsed in parse_commits(commits, table=self.table):
             self._parsed[parsed.version] = parsed
 
