@@ -207,6 +207,7 @@ class _OpenFile:
         self.rows = 0
         self.arrow_bytes = 0
         self._stack = contextlib.ExitStack()
+        self._footer: list[pq.FileMetaData] = []  # the file's footer, once closed
         stream = self._stack.enter_context(store.open_output(self.path))
         try:
             self.sink = pa.PythonFile(stream, mode="w")
@@ -224,6 +225,7 @@ class _OpenFile:
                 write_statistics=non_floating_leaves(schema),
                 # Row ids run in sequence: delta encoding stores them in a few bits each.
                 column_encoding=dict.fromkeys(carried, "DELTA_BINARY_PACKED") or None,
+                metadata_collector=self._footer,
             )
         except BaseException as e:
             self._stack.__exit__(type(e), e, e.__traceback__)
@@ -234,6 +236,7 @@ class _OpenFile:
             layout.configuration,
             layout.column_mapping_mode,
             tight_bounds=layout.stats_tight_bounds,
+            footer_strings=True,
         )
 
     @property
@@ -259,8 +262,9 @@ class _OpenFile:
         self.arrow_bytes += logical.nbytes
 
     def close(self) -> int:
-        """Finish the file; the bytes written."""
+        """Finish the file (its statistics too); the bytes written."""
         self.writer.close()
+        self.stats.add_footer(self._footer[0])
         written = self.sink.tell()
         self._stack.close()
         return written
