@@ -1,14 +1,17 @@
 """Writing data files: Arrow rows in, parquet files and their ``add`` actions out (writes.md §2.7).
 
-:class:`DataFileWriter` takes rows by logical column name, casts them to the table schema, groups
-them by partition values (vectorised: one ``np.unique`` over dictionary codes, no loop over
-rows), and writes each group to its own parquet files, rolled over at ``target_file_size`` or
+:class:`DataFileWriter` takes rows by logical column name, casts them to the table schema, splits
+them by partition values (:mod:`deltalog.write.partition_split`: vectorised, no loop over rows),
+and writes each group to its own parquet files, rolled over at ``target_file_size`` or
 ``max_records_per_file``. Partition columns are not written into the files; the log carries them.
 Under column mapping the parquet columns take the physical names and ``PARQUET:field_id``s, and
 files go into random prefix folders instead of Hive directories.
 
 Rows are buffered per partition group only up to a row group's worth, so a Spark task can feed
-batches as they arrive (:meth:`DataFileWriter.add`, then :meth:`DataFileWriter.finish`).
+batches as they arrive (:meth:`DataFileWriter.add`, then :meth:`DataFileWriter.finish`). Many
+rows are split on threads, a partition per task: its rows gathered, then, when buffering them
+would overflow the buffer, written at once, so one partition's gather runs beside another's
+parquet encoding.
 Every byte goes through the :class:`~deltalog.storage.base.LogStore`.
 """
 
@@ -24,33 +27,27 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deltalog import errors
 from deltalog.actions import AddFile
 from deltalog.data_files import physical_schema
 from deltalog.features import is_feature_supported
-from deltalog.geospatial import from_spark_arrow, is_spark_arrow
 from deltalog.schema import (
-    ArrayType,
-    DataType,
-    GeoType,
-    MapType,
     PrimitiveType,
     StructField,
     StructType,
-    to_arrow,
 )
 from deltalog.storage.base import LogStore
 from deltalog.table_properties import TableProperties
+from deltalog.write.conform import conform_table, to_physical
 from deltalog.write.parquet_leaves import (
     dictionary_leaves,
     distinct_columns,
     non_floating_leaves,
 )
+from deltalog.write.partition_split import PartitionSplit, split_by_partition
 from deltalog.write.partitioning import (
     directory_value,
     encode_log_path,
@@ -205,6 +202,7 @@ class _OpenFile:
         self.rows = 0
         self.arrow_bytes = 0
         self._stack = contextlib.ExitStack()
+        self._footer: list[pq.FileMetaData] = []  # the file's footer, once closed
         stream = self._stack.enter_context(store.open_output(self.path))
         try:
             self.sink = pa.PythonFile(stream, mode="w")
@@ -222,6 +220,7 @@ class _OpenFile:
                 write_statistics=non_floating_leaves(schema),
                 # Row ids run in sequence: delta encoding stores them in a few bits each.
                 column_encoding=dict.fromkeys(carried, "DELTA_BINARY_PACKED") or None,
+                metadata_collector=self._footer,
             )
         except BaseException as e:
             self._stack.__exit__(type(e), e, e.__traceback__)
@@ -232,6 +231,7 @@ class _OpenFile:
             layout.configuration,
             layout.column_mapping_mode,
             tight_bounds=layout.stats_tight_bounds,
+            footer_strings=True,
         )
 
     @property
@@ -257,8 +257,9 @@ class _OpenFile:
         self.arrow_bytes += logical.nbytes
 
     def close(self) -> int:
-        """Finish the file; the bytes written."""
+        """Finish the file (its statistics too); the bytes written."""
         self.writer.close()
+        self.stats.add_footer(self._footer[0])
         written = self.sink.tell()
         self._stack.close()
         return written
@@ -358,17 +359,68 @@ class DataFileWriter:
         table = self._conform(table)
         if table.num_rows == 0:
             return
-        fields = self._layout.partition_fields
-        for values, rows in self._split(table):
-            key = tuple(self._log_value(v, f) for v, f in zip(values, fields, strict=True))
-            group = self._groups.get(key) or self._new_group(key, values)
-            self._groups[key] = group
-            data_rows = rows.select(self._data_names)
-            group.buffered.append(data_rows)
-            group.buffered_bytes += data_rows.nbytes
-            if group.buffered_bytes >= self._row_group_bytes:
+        split = split_by_partition(table, list(self._layout.partition_columns), self._data_names)
+        groups, parts = self._groups_of(split)
+        flushed = self._flushed_now(groups, parts, split)
+
+        def place(g: int) -> None:
+            group = groups[g]
+            for i in parts[g]:
+                rows = split.rows(i)
+                group.buffered.append(rows)
+                group.buffered_bytes += rows.nbytes
+            if g in flushed or group.buffered_bytes >= self._row_group_bytes:
                 self._flush(group)
+
+        if len(groups) > 1 and table.num_rows >= _THREADED_ROWS:
+            self._on_threads(place, groups)
+        else:
+            for g in range(len(groups)):
+                place(g)
         self._relieve_memory()
+
+    def _groups_of(self, split: PartitionSplit) -> tuple[list[_Group], list[list[int]]]:
+        """The groups of ``split``'s partitions, each once, and which partitions each holds
+        (distinct values can share a group: NaN and -NaN, whose log text is the same)."""
+        groups: list[_Group] = []
+        parts: list[list[int]] = []
+        at: dict[int, int] = {}
+        for i, values in enumerate(split.values):
+            group = self._group_of(values)
+            if id(group) not in at:
+                at[id(group)] = len(groups)
+                groups.append(group)
+                parts.append([])
+            parts[at[id(group)]].append(i)
+        return groups, parts
+
+    def _group_of(self, values: list[Any]) -> _Group:
+        """The group of rows with partition ``values`` (made on first sight)."""
+        fields = self._layout.partition_fields
+        key = tuple(self._log_value(v, f) for v, f in zip(values, fields, strict=True))
+        group = self._groups.get(key) or self._new_group(key, values)
+        self._groups[key] = group
+        return group
+
+    def _flushed_now(
+        self, groups: list[_Group], parts: list[list[int]], split: PartitionSplit
+    ) -> set[int]:
+        """The groups that :meth:`_relieve_memory` would write out once ``split``'s rows
+        (``parts[g]``: group ``g``'s) are buffered, by their estimated bytes: they are written
+        as soon as gathered, one partition's gather beside another's parquet encoding."""
+        sizes = [
+            g.buffered_bytes + sum(split.estimated_bytes(i) for i in part)
+            for g, part in zip(groups, parts, strict=True)
+        ]
+        total = sum(g.buffered_bytes for g in self._groups.values())
+        total += sum(sizes) - sum(g.buffered_bytes for g in groups)
+        chosen = set()
+        for g in sorted(range(len(groups)), key=lambda g: -sizes[g]):
+            if total <= self._buffer_limit:
+                break
+            total -= sizes[g]
+            chosen.add(g)
+        return chosen
 
     def _conform(self, table: pa.Table) -> pa.Table:
         """``table`` in the schema's columns and types, then the carried columns."""
@@ -396,19 +448,23 @@ class DataFileWriter:
 
     def _each_group(self, work: Callable[[_Group], None], groups: list[_Group]) -> None:
         """``work`` (a flush, a finish) of each of ``groups``: on threads where there are
-        several partitions' worth of rows (pyarrow encodes and compresses without the GIL),
-        the adds then put in the order of ``groups``, as one thread would have made them."""
+        several partitions' worth of rows (pyarrow encodes and compresses without the GIL)."""
         buffered = sum(g.buffered_bytes for g in groups)
         if len(groups) < 2 or buffered < _THREADED_BYTES:
             for group in groups:
                 work(group)
             return
+        self._on_threads(lambda i: work(groups[i]), groups)
+
+    def _on_threads(self, work: Callable[[int], None], groups: list[_Group]) -> None:
+        """``work(i)`` for each of ``groups`` on threads, the adds then put in the order of
+        ``groups``, as one thread would have made them."""
         before = len(self._added)
         # The groups' threads use the cores already: no statistics thread beside each.
         overlap, self._overlap = self._overlap, False
         try:
             with ThreadPoolExecutor(_THREADS, thread_name_prefix="deltalog-write") as pool:
-                list(pool.map(work, groups))
+                list(pool.map(work, range(len(groups))))
         finally:
             self._overlap = overlap
         rank = {tuple(g.partition_values.items()): i for i, g in enumerate(groups)}
@@ -427,35 +483,6 @@ class DataFileWriter:
         for path in self._written:
             self._store.delete(path)
         self._added.clear()
-
-    # -- grouping ---------------------------------------------------------------------------
-
-    def _split(self, table: pa.Table) -> list[tuple[list[Any], pa.Table]]:
-        """``table``'s rows by partition values: (values, rows) per distinct set of values."""
-        fields = self._layout.partition_fields
-        if not fields:
-            return [([], table)]
-        codes = []
-        dictionaries = []
-        for f in fields:
-            column = table.column(f.name).combine_chunks()
-            if pa.types.is_string(column.type):
-                # "" and null are the same partition (both the default partition, null in the log).
-                column = pc.if_else(pc.equal(column, ""), pa.scalar(None, column.type), column)
-            encoded = column.dictionary_encode(null_encoding="encode")
-            codes.append(encoded.indices.to_numpy(zero_copy_only=False))
-            dictionaries.append(encoded.dictionary)
-        if len(codes) == 1:  # one column's codes are dense group ids already (int32: cheaper scans)
-            inverse, groups = codes[0], len(dictionaries[0])
-        else:
-            wide = [c.astype(np.int64) for c in codes]
-            inverse, groups = _group_ids(wide, [len(d) for d in dictionaries])
-        # Only the columns written into the files are gathered (partition values go to the log).
-        data = table.select(self._data_names)
-        return [
-            ([d[int(c[row])].as_py() for d, c in zip(dictionaries, codes, strict=True)], rows)
-            for row, rows in _gather(data, inverse, groups)
-        ]
 
     def _log_value(self, value: Any, f: StructField) -> str | None:
         try:
@@ -575,179 +602,9 @@ class DataFileWriter:
         )
 
 
-def _group_ids(codes: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, int]:
-    """Dense group ids of rows keyed by several code columns, numbered in key order: (group id
-    of each row, number of groups). Codes combine in mixed radix, re-densified before the key
-    could overflow."""
-    key = codes[0]
-    span = max(sizes[0], 1)
-    for column, size in zip(codes[1:], sizes[1:], strict=True):
-        if span * max(size, 1) >= 2**62:
-            key, span = _dense(key, span)
-        key = key * max(size, 1) + column
-        span *= max(size, 1)
-    inverse, groups = _dense(key, span)
-    return inverse, groups
-
-
-def _dense(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
-    """``key`` (values in ``[0, span)``) renumbered densely in the same order, and how many
-    distinct values it has: by counting where the span is small, else by sorting."""
-    if span <= max(4 * len(key), 1 << 16):
-        present = np.flatnonzero(np.bincount(key, minlength=span))
-        dense = np.zeros(span, dtype=np.int64)
-        dense[present] = np.arange(len(present), dtype=np.int64)
-        return dense[key], len(present)
-    uniques, inverse = np.unique(key, return_inverse=True)
-    return inverse.reshape(-1), len(uniques)
-
-
-def _gather(table: pa.Table, inverse: np.ndarray, groups: int) -> list[tuple[int, pa.Table]]:
-    """Each group's first row and rows, in row order (``inverse``: each row's group), gathered
-    on a few threads (pyarrow's ``take`` runs without the GIL, on one core each). A few groups
-    are found by a scan each; more, by one sort (of small integers: numpy's radix sort)."""
-    if groups == 1:
-        return [(0, table)]
-    if groups <= _SCANNED_GROUPS:
-
-        def rows_of(g: int) -> np.ndarray:
-            return np.flatnonzero(inverse == g)
-
-    else:
-        small = np.uint16 if groups <= np.iinfo(np.uint16).max else np.int64
-        order = np.argsort(inverse.astype(small, copy=False), kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=groups))])
-
-        def rows_of(g: int) -> np.ndarray:
-            return order[bounds[g] : bounds[g + 1]]
-
-    def take(g: int) -> tuple[int, pa.Table]:
-        rows = rows_of(g)
-        return int(rows[0]), table.take(pa.array(rows))
-
-    if table.num_rows < _THREADED_ROWS:
-        return [take(g) for g in range(groups)]
-    with ThreadPoolExecutor(_THREADS, thread_name_prefix="deltalog-split") as pool:
-        return list(pool.map(take, range(groups)))
-
-
 # Rows of a piece whose statistics are collected beside its parquet encoding (fewer: in turn).
 _OVERLAPPED_ROWS = 1 << 16
-_SCANNED_GROUPS = 32  # up to this many groups, a scan of the group ids each beats a sort
 # Fewer rows gather, and fewer bytes write, faster than threads start.
 _THREADED_ROWS = 1 << 16
 _THREADED_BYTES = 4 << 20
 _THREADS = min(4, os.cpu_count() or 1)
-
-
-# -- Arrow: input rows to the table's logical types, logical to physical ----------------------
-
-
-def conform_table(data: pa.Table, schema: StructType, table: str = "") -> pa.Table:
-    """``data`` with exactly ``schema``'s columns, in order, in its Arrow types: columns found
-    by name (exact, else ignoring case, nested too), missing nullable ones null.
-
-    Raises:
-        InvalidArgumentError: a column not in the schema, a missing non-nullable column, or a
-            value that does not cast.
-    """
-    for name in data.column_names:
-        if not any(f.name.lower() == name.lower() for f in schema.fields):
-            raise errors.invalid_argument(
-                f"column {name} is not in the table schema {schema.names}", table or None
-            )
-    given = list(data.schema)
-    arrays = _conform_fields(given, list(data.columns), schema.fields, data.num_rows, ())
-    return pa.Table.from_arrays(arrays, schema=schema.to_arrow())
-
-
-def _conform_fields(
-    given: list[pa.Field],
-    children: list[Any],
-    fields: tuple[StructField, ...],
-    length: int,
-    path: tuple[str, ...],
-) -> list[Any]:
-    names = [g.name for g in given]
-    lowered = [n.lower() for n in names]
-    out = []
-    for f in fields:
-        at = names.index(f.name) if f.name in names else None
-        if at is None and f.name.lower() in lowered:
-            at = lowered.index(f.name.lower())
-        if at is None:
-            if not f.nullable:
-                raise errors.invalid_argument(
-                    f"non-nullable column {'.'.join((*path, f.name))} is missing from the data"
-                )
-            out.append(_nulls(length, to_arrow(f.type)))
-        else:
-            out.append(_conform(children[at], f.type, (*path, f.name)))
-    extra = set(lowered) - {f.name.lower() for f in fields}
-    if path and extra:
-        raise errors.invalid_argument(
-            f"field(s) {sorted(extra)} of {'.'.join(path)} are not in the table schema"
-        )
-    return out
-
-
-def _conform(values: Any, t: DataType, path: tuple[str, ...]) -> Any:
-    """``values`` (an array or chunked array) in the Arrow type of ``t``."""
-    target = to_arrow(t)
-    if values.type.equals(target):
-        return values
-    if isinstance(values, pa.ChunkedArray):
-        chunks = [_conform(c, t, path) for c in values.chunks]
-        return pa.chunked_array(chunks, type=target)
-    if isinstance(t, GeoType) and is_spark_arrow(values):  # Spark's struct<srid, wkb>
-        return from_spark_arrow(values, t, ".".join(path))
-    mask = values.is_null() if values.null_count else None
-    if isinstance(t, StructType) and pa.types.is_struct(values.type):
-        given = [values.type.field(i) for i in range(values.type.num_fields)]
-        children = _conform_fields(given, values.flatten(), t.fields, len(values), path)
-        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
-    if isinstance(t, ArrayType) and (
-        pa.types.is_list(values.type) or pa.types.is_large_list(values.type)
-    ):
-        items = _conform(values.values, t.element_type, (*path, "element"))
-        offsets = values.offsets.cast(pa.int32())
-        return pa.ListArray.from_arrays(offsets, items, type=target, mask=mask)
-    if isinstance(t, MapType) and pa.types.is_map(values.type):
-        # The entries child is unsliced, matching the absolute offsets.
-        keys = _conform(values.values.field(0), t.key_type, (*path, "key"))
-        items = _conform(values.values.field(1), t.value_type, (*path, "value"))
-        return pa.MapArray.from_arrays(values.offsets, keys, items, type=target, mask=mask)
-    try:
-        return values.cast(target)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-        raise errors.invalid_argument(
-            f"column {'.'.join(path)} of type {values.type} does not cast to {target}: {e}"
-        ) from None
-
-
-def _nulls(length: int, t: pa.DataType) -> pa.Array:
-    """``length`` nulls of type ``t``. A struct with non-nullable children (a variant's
-    ``value`` and ``metadata``) gets empty children under its null mask, as parquet stores
-    it, so the column keeps its declared nullability."""
-    if not pa.types.is_struct(t) or all(t.field(i).nullable for i in range(t.num_fields)):
-        return pa.nulls(length, t)
-    children = [_empty(length, t.field(i)) for i in range(t.num_fields)]
-    mask = pa.array([True] * length, pa.bool_())
-    return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
-
-
-def _empty(length: int, f: pa.Field) -> pa.Array:
-    if f.nullable:
-        return pa.nulls(length, f.type)
-    if pa.types.is_binary(f.type) or pa.types.is_string(f.type):
-        return pa.array([b"" if pa.types.is_binary(f.type) else ""] * length, f.type)
-    return _nulls(length, f.type) if pa.types.is_struct(f.type) else pa.nulls(length, f.type)
-
-
-def to_physical(logical: pa.Table, schema: pa.Schema) -> pa.Table:
-    """The logical rows under the physical schema: a zero-copy view (same layout, new names)."""
-    columns = [
-        pa.chunked_array([c.view(f.type) for c in column.chunks], type=f.type)
-        for column, f in zip(logical.columns, schema, strict=True)
-    ]
-    return pa.Table.from_arrays(columns, schema=schema)

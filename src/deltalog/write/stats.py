@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -39,6 +40,8 @@ DEFAULT_STRING_PREFIX_LENGTH = 32
 _ASCII_MAX = "\x7f"
 _UTF8_MAX = "\U0010ffff"
 _EPOCH = dt.datetime(1970, 1, 1)
+# The longest string parquet-cpp keeps as a footer min or max (``max_statistics_size``).
+_FOOTER_STRING_BYTES = 4096
 # Arrow timestamp unit -> (multiply, floor-divide) to microseconds.
 _TO_MICROS = {"s": (1_000_000, 1), "ms": (1000, 1), "us": (1, 1), "ns": (1, 1000)}
 
@@ -118,15 +121,28 @@ class _Leaf:
     """Running statistics of one column: null count, min and max of non-null, non-NaN values,
     and NaN count (floats)."""
 
-    __slots__ = ("column", "max", "min", "min_max_unknown", "nan_count", "null_count")
+    __slots__ = (
+        "column",
+        "from_footer",
+        "max",
+        "min",
+        "min_max_unknown",
+        "nan_count",
+        "null_count",
+        "read_long",
+    )
 
-    def __init__(self, column: StatsColumn) -> None:
+    def __init__(self, column: StatsColumn, *, from_footer: bool = False) -> None:
         self.column = column
         self.null_count: int | None = 0
         self.min_max_unknown = False
         self.nan_count = 0
         self.min: Any = None
         self.max: Any = None
+        # Null count, min and max from the file's footer (:meth:`StatsCollector.add_footer`),
+        # but for pieces holding a value too long for it, whose min and max are read here.
+        self.from_footer = from_footer
+        self.read_long = False
 
     def update_from_chunks(self, chunks: Sequence[Any]) -> None:
         """Merge parquet column-chunk statistics (``ColumnChunkMetaData``) of one column."""
@@ -134,12 +150,15 @@ class _Leaf:
             stats = chunk.statistics
             if stats is None or self.null_count is None:
                 self.null_count = None
+                self.min_max_unknown = True
                 return
             self.null_count += stats.null_count
             if not self.column.has_min_max or stats.num_values == 0:
                 continue
             if not stats.has_min_max:
-                self.min_max_unknown = True
+                # A footer leaf's chunk without min/max held a value too long for the
+                # footer: its piece's min and max were read from the rows.
+                self.min_max_unknown |= not self.read_long
                 continue
             t = self.column.data_type
             low = _footer_value(stats.min, t)
@@ -160,10 +179,18 @@ class _Leaf:
 
     def update(self, values: pa.ChunkedArray | None, num_rows: int) -> None:
         assert self.null_count is not None
+        if self.from_footer:
+            if values is not None and _holds_long_string(values):
+                self.read_long = True
+                self._update_min_max(values)
+            return
         if values is None:  # absent from the data: all null, as the reference counts it
             self.null_count += num_rows
             return
         self.null_count += values.null_count
+        self._update_min_max(values)
+
+    def _update_min_max(self, values: pa.ChunkedArray) -> None:
         if not self.column.has_min_max or values.null_count == len(values):
             return
         t = self.column.data_type
@@ -213,8 +240,10 @@ class StatsCollector:
         *,
         string_prefix_length: int = DEFAULT_STRING_PREFIX_LENGTH,
         tight_bounds: bool = False,
+        footer_strings: bool = False,
     ) -> None:
-        self._leaves = [_Leaf(c) for c in columns]
+        footer = footer_strings and footer_strings_exact()
+        self._leaves = [_Leaf(c, from_footer=footer and _is_top_string(c)) for c in columns]
         self._prefix = string_prefix_length
         self._tight_bounds = tight_bounds
         self.num_records = 0
@@ -228,12 +257,23 @@ class StatsCollector:
         column_mapping_mode: str = "none",
         *,
         tight_bounds: bool = False,
+        footer_strings: bool = False,
     ) -> StatsCollector:
-        """A collector with the table's indexed columns and string prefix length."""
+        """A collector with the table's indexed columns and string prefix length.
+
+        ``footer_strings``: the caller writes the rows into one parquet file (under the
+        physical names) and passes its footer to :meth:`add_footer`, from which top-level
+        string columns take their statistics: parquet computed them already, while Arrow's
+        ``min_max`` of strings was a tenth of a write's CPU."""
         conf = configuration or {}
         columns = stats_columns(schema, partition_columns, conf, column_mapping_mode)
         prefix = string_prefix_length(conf)
-        return cls(columns, string_prefix_length=prefix, tight_bounds=tight_bounds)
+        return cls(
+            columns,
+            string_prefix_length=prefix,
+            tight_bounds=tight_bounds,
+            footer_strings=footer_strings,
+        )
 
     def update(self, data: pa.Table | pa.RecordBatch) -> None:
         """Add the rows of ``data``."""
@@ -287,6 +327,22 @@ class StatsCollector:
             leaf.update_from_chunks(
                 [metadata.row_group(g).column(index) for g in range(metadata.num_row_groups)]
             )
+
+    def add_footer(self, metadata: pq.FileMetaData) -> None:
+        """Add the statistics of the leaves taken from the footer (``footer_strings``) from
+        the footer of the file the rows went into: null counts, min and max merged over its
+        row groups."""
+        paths = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+        groups = [metadata.row_group(g) for g in range(metadata.num_row_groups)]
+        for leaf in self._leaves:
+            if not leaf.from_footer:
+                continue
+            index = paths.get(leaf.column.key[0])
+            if index is None:  # not in the file: all null
+                assert leaf.null_count is not None
+                leaf.null_count += metadata.num_rows
+                continue
+            leaf.update_from_chunks([group.column(index) for group in groups])
 
     def _bounds(self, leaf: _Leaf) -> tuple[Any, Any]:
         t = leaf.column.data_type
@@ -350,6 +406,49 @@ def string_prefix_length(configuration: Mapping[str, str]) -> int:
             f"Table property delta.dataSkippingStringPrefixLength has an invalid value {raw!r}.",
             help="set it to a whole number of characters.",
         ) from None
+
+
+def _is_top_string(column: StatsColumn) -> bool:
+    t = column.data_type
+    return len(column.path) == 1 and isinstance(t, PrimitiveType) and t.name == "string"
+
+
+def _holds_long_string(values: pa.ChunkedArray) -> bool:
+    """Whether a value of ``values`` is longer than a parquet footer keeps."""
+    longest = pc.max(pc.binary_length(values)).as_py()
+    return longest is not None and longest > _FOOTER_STRING_BYTES
+
+
+@functools.cache
+def footer_strings_exact() -> bool:
+    """Whether this pyarrow's parquet footers hold string min/max exactly, and none for a
+    column chunk with a min or max over ``_FOOTER_STRING_BYTES`` (parquet-cpp's default
+    ``max_statistics_size``: dropped, not truncated), in byte order as Arrow's ``min_max``.
+    Checked once by writing a small file; a pyarrow that truncates keeps every string's
+    statistics computed from the rows."""
+    # The max is the longest value kept (U+00FF: 2 bytes), above "z" only in unsigned order.
+    edge = "\u00ff" * (_FOOTER_STRING_BYTES // 2)
+    data = pa.table(
+        {
+            "kept": pa.array(["\u00e9b", edge, None, "a\u00ff", "z"]),
+            "dropped": pa.array(["q" * (_FOOTER_STRING_BYTES + 1), "a", "b", "c", "d"]),
+        }
+    )
+    return all(_footer_exact(data, edge, dictionary) for dictionary in (True, False))
+
+
+def _footer_exact(data: pa.Table, edge: str, dictionary: bool) -> bool:
+    sink = pa.BufferOutputStream()
+    pq.write_table(data, sink, use_dictionary=dictionary)
+    footer = pq.ParquetFile(pa.BufferReader(sink.getvalue())).metadata.row_group(0)
+    kept, dropped = footer.column(0).statistics, footer.column(1).statistics
+    return (
+        kept is not None
+        and kept.has_min_max
+        and (kept.min, kept.max, kept.null_count) == ("a\u00ff", edge, 1)
+        and dropped is not None
+        and not dropped.has_min_max
+    )
 
 
 def _column(table: pa.Table, path: tuple[str, ...]) -> pa.ChunkedArray | None:

@@ -618,6 +618,52 @@ def test_many_partitions_split_and_written_on_threads(tmp_path: Path, parts: int
     assert_readers_agree(tmp_path, expected_rows(rows, schema, ["p", "q"]), duckdb=False)
 
 
+@pytest.mark.parametrize("layout", ["clustered", "scanned", "sorted", "two columns", "shared key"])
+def test_partition_split_keeps_each_partitions_rows_in_input_order(
+    tmp_path: Path, layout: str
+) -> None:
+    # Each way of finding a partition's rows (slices of clustered input, a scan of the ids per
+    # partition, one sort for many partitions or several columns) writes each partition's rows
+    # in input order; values whose log text is the same (NaN and -NaN) share one partition.
+    # Gathered and written on threads from 64k rows.
+    n = 100_000
+    nan, minus_nan = float("nan"), -float("nan")
+    keys: dict[str, Any] = {
+        "clustered": lambda i: (i * 7 // n, 0),
+        "scanned": lambda i: ((i * 7919) % 13, 0),
+        "sorted": lambda i: ((i * 7919) % 97, 0),
+        "two columns": lambda i: (i % 5, (i // 3) % 4),
+        "shared key": lambda i: ([nan, minus_nan, 1.5][i % 3], 0),
+    }
+    p_type = DOUBLE if layout == "shared key" else INT
+    schema = schema_of(("id", LONG), ("s", STRING), ("p", p_type), ("q", INT))
+    rows = []
+    for i in range(n):
+        p, q = keys[layout](i)
+        rows.append({"id": i, "s": f"v{(i * 31) % 1000}", "p": p, "q": q})
+    table = pa.Table.from_pylist(rows, schema=schema.to_arrow())
+    by = ["p", "q"] if layout == "two columns" else ["p"]
+    layout_ = WriteLayout(str(tmp_path), schema, tuple(by))
+    # A small buffer: partitions are written as soon as they are gathered, on threads.
+    adds = DataFileWriter(LocalLogStore(), layout_, buffer_bytes=256 << 10).write(table)
+    commit(tmp_path, schema, by, adds)
+    expected: dict[tuple[str | None, ...], list[int]] = {}
+    for r in rows:
+        key = tuple(serialize_partition_value(r[c], schema.field(c).type) for c in by)
+        expected.setdefault(key, []).append(r["id"])
+    found: dict[tuple[str | None, ...], list[int]] = {}
+    for add in adds:
+        key = tuple(add.partition_values[c] for c in by)
+        ids = pq.read_table(paths.resolve(str(tmp_path), add.path)).column("id").to_pylist()
+        found.setdefault(key, []).extend(ids)
+        assert stats_of(add)["minValues"]["id"] == min(ids)
+    if layout == "shared key":  # one partition, fed by each value's rows in turn
+        assert set(found) == {("NaN",), ("1.5",)}
+        found = {key: sorted(ids) for key, ids in found.items()}
+    assert found == expected
+    assert_readers_agree(tmp_path, expected_rows(rows, schema, by), duckdb=False)
+
+
 # -- the writer's contract -----------------------------------------------------------------------
 
 

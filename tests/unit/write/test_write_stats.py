@@ -18,6 +18,7 @@ from deltalog.actions import AddFile
 from deltalog.schema import ArrayType, DecimalType, MapType, PrimitiveType, StructField, StructType
 from deltalog.storage import LocalLogStore
 from deltalog.write import DataFileWriter, StatsCollector, WriteLayout, file_stats, stats_columns
+from deltalog.write.stats import footer_strings_exact
 from tests.conformance.rows import canonical, duckdb_rows
 from tests.unit.write.test_write_files import (
     BOOL,
@@ -28,6 +29,7 @@ from tests.unit.write.test_write_files import (
     STRING,
     TS,
     TS_NTZ,
+    assert_readers_agree,
     commit,
     expected_rows,
     schema_of,
@@ -312,6 +314,57 @@ def test_collector_merges_pieces() -> None:
     for batch in table.to_batches(max_chunksize=17):
         collector.update(batch)
     assert collector.to_json() == file_stats(table, ALL_TYPES, partition_columns=["p"])
+
+
+def test_string_stats_from_the_footer_with_values_too_long_for_it(tmp_path: Path) -> None:
+    # A written file's top-level strings take their statistics from its parquet footer, which
+    # keeps no min/max for a row group holding a value over 4 KiB: that piece's min and max
+    # come from the rows. One row group per batch (buffer of 1 byte); the longest values are
+    # the bounds, in a middle row group; a column of nulls only; under column mapping, the
+    # statistics and the footer's columns are keyed by physical name.
+    assert footer_strings_exact()  # else every string's statistics come from the rows
+    schema = schema_of(("s", STRING), ("t", STRING), ("n", STRING))
+    batches = [
+        ["m", "n"],
+        ["~" * 5000, "b", None],  # the max, too long for the footer
+        ["a" * 5000 + "z", "c"],  # the min, too long too
+        ["d", "k" * 3000 + "\u00e9" * 600],  # too long, neither min nor max
+        ["e", None],
+    ]
+    pieces = [[{"s": v, "t": v if v is None else v[:3], "n": None} for v in b] for b in batches]
+    rows = [r for piece in pieces for r in piece]
+    for mode in ("none", "name"):
+        root = tmp_path / mode
+        conf = {"delta.columnMapping.mode": mode, "delta.columnMapping.maxColumnId": "3"}
+        mapped = StructType(
+            tuple(
+                StructField(f.name, f.type, True, physical(f.name, i + 1) if mode == "name" else {})
+                for i, f in enumerate(schema.fields)
+            )
+        )
+        layout = WriteLayout(str(root), mapped, (), mode, conf)
+        writer = DataFileWriter(LocalLogStore(), layout, buffer_bytes=1)
+        for piece in pieces:
+            writer.add(pa.Table.from_pylist(piece, schema=schema.to_arrow()))
+        (add,) = writer.finish()
+        key = {f.name: f.physical_name if mode == "name" else f.name for f in mapped.fields}
+        stats = stats_of(add)
+        assert stats["numRecords"] == 11
+        assert stats["minValues"] == {key["s"]: "a" * 32, key["t"]: "aaa"}
+        assert stats["maxValues"] == {key["s"]: "~" * 32 + "\x7f", key["t"]: "~~~"}
+        assert stats["nullCount"] == {key["s"]: 2, key["t"]: 2, key["n"]: 11}
+        commit(root, mapped, [], [add], protocol=(2, 5), configuration=conf)
+        assert_readers_agree(root, expected_rows(rows, mapped))
+        skipped = [r for r in rows if r["s"] is not None and r["s"] > "zz"]
+        found = deltalake_query(root, "s > 'zz'")
+        assert canonical(found) == canonical(expected_rows(skipped, mapped))
+
+
+def physical(name: str, column_id: int) -> dict[str, Any]:
+    return {
+        "delta.columnMapping.id": column_id,
+        "delta.columnMapping.physicalName": f"col-{column_id:04d}-{name}",
+    }
 
 
 # -- skipping with real readers ------------------------------------------------------------------

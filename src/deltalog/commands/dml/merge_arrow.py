@@ -39,7 +39,7 @@ from deltalog.schema import StructField, StructType, compares_by_bytes
 from deltalog.txn import operations
 from deltalog.txn.operations import MergePredicate
 from deltalog.write.char_varchar import fit_char_varchar
-from deltalog.write.file_writer import conform_table
+from deltalog.write.conform import conform_table
 
 ROW, TARGET, SOURCE = "__deltalog_row", "__deltalog_t", "__deltalog_s"
 KEEP, UPDATE, DELETE = 0, 1, 2
