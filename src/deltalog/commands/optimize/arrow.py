@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from deltalog import errors, row_tracking
 from deltalog.actions import AddFile, DeletionVectorDescriptor
-from deltalog.commands.optimize.commit import commit_bins, optimize_metrics
+from deltalog.commands.optimize.commit import bin_removes, commit_bins, optimize_metrics
 from deltalog.commands.optimize.plan import GIB, Bin, OptimizePlan, OptimizeSettings, plan_optimize
 from deltalog.commands.optimize.zorder import z_order_keys
 from deltalog.data_files import (
@@ -108,8 +108,10 @@ def optimize(
     plan.track_reads(txn)
     adds = write_bins(plan, log.store)
     txn.row_tracking_preserved = keeps_row_ids(plan.snapshot)
-    removes = commit_bins(log, txn, plan, adds)
-    return optimize_metrics(plan, adds, removes, start_ms=started).to_dict()
+    removes = bin_removes(plan, adds)
+    metrics = optimize_metrics(plan, adds, removes, start_ms=started)
+    commit_bins(log, txn, plan, adds, removes)
+    return metrics.to_dict()
 
 
 def write_bins(plan: OptimizePlan, store: LogStore) -> list[AddFile]:

@@ -44,18 +44,26 @@ def remove_actions(files: pa.Table, now_ms: int) -> list[RemoveFile]:
     return [remove_action(row, now_ms, data_change=False) for row in files.to_pylist()]
 
 
+def bin_removes(plan: OptimizePlan, adds: Sequence[AddFile]) -> list[RemoveFile]:
+    """The ``remove`` of every file ``plan``'s bins replace, none when the engine wrote nothing
+    (then :func:`commit_bins` commits nothing)."""
+    return remove_actions(plan.files, int(time.time() * 1000)) if adds else []
+
+
 def commit_bins(
-    log: DeltaLog, txn: Transaction, plan: OptimizePlan, adds: Sequence[AddFile]
-) -> list[RemoveFile]:
-    """Commit the files an engine wrote for ``plan``'s bins with the ``remove`` of every file
-    they replace (:func:`commit`, retries included); returns those removes, none when the
-    engine wrote nothing (then nothing is committed). Both engines end OPTIMIZE here."""
+    log: DeltaLog,
+    txn: Transaction,
+    plan: OptimizePlan,
+    adds: Sequence[AddFile],
+    removes: Sequence[RemoveFile],
+) -> None:
+    """Commit the files an engine wrote for ``plan``'s bins with ``removes``
+    (:func:`bin_removes`) by :func:`commit`, retries included; nothing when the engine wrote
+    nothing. Both engines end OPTIMIZE here."""
     if not adds:
-        return []
-    removes = remove_actions(plan.files, int(time.time() * 1000))
+        return
     operation = plan.operation.with_metrics(commit_metrics(adds, removes))
     commit(log, txn, plan, [*removes, *adds], operation)
-    return removes
 
 
 def commit(
@@ -213,7 +221,10 @@ def optimize_metrics(
     parallelism: int = 1,
 ) -> OptimizeMetrics:
     """The returned metrics of a run of ``plan`` that wrote ``adds`` and removes ``removes``
-    (one batch: the reference's count without ``optimize.batchSize``)."""
+    (one batch: the reference's count without ``optimize.batchSize``), made before the commit:
+    ``endTimeMs`` is when the rewrite ended (the reference leaves it 0 and stamps
+    ``startTimeMs`` after its commit), so that an engine may make what it returns while the
+    commit runs."""
     removed = FileSizeMetrics.of([r.size or 0 for r in removes])
     partitions = len({tuple(sorted(b.partition_values.items())) for b in plan.bins})
     vectors = [r.deletion_vector for r in removes if r.deletion_vector is not None]

@@ -41,7 +41,7 @@ from deltalog import errors, row_tracking
 from deltalog.actions import AddFile
 from deltalog.commands.optimize.arrow import keeps_row_ids
 from deltalog.commands.optimize.arrow import write_bins as local_write_bins
-from deltalog.commands.optimize.commit import commit_bins, optimize_metrics
+from deltalog.commands.optimize.commit import bin_removes, commit_bins, optimize_metrics
 from deltalog.commands.optimize.plan import Bin, OptimizePlan, OptimizeSettings, plan_optimize
 from deltalog.commands.optimize.zorder import (
     SAMPLE_ROWS,
@@ -57,7 +57,13 @@ from deltalog.spark.conditions import check_partition_filter, partition_matcher
 from deltalog.spark.engine import choose_engine
 from deltalog.spark.read.row_tracking import tracked_scan
 from deltalog.spark.schema import to_spark_schema
-from deltalog.spark.session import arrow_to_df, conf_get, default_parallelism, to_arrow
+from deltalog.spark.session import (
+    arrow_to_df,
+    conf_get,
+    default_parallelism,
+    planned,
+    to_arrow,
+)
 from deltalog.spark.session_clone import adopt, clone_with
 from deltalog.spark.write.batch import write_rows
 
@@ -132,11 +138,16 @@ def optimize(spark: Any, log: DeltaLog, where: list[str], z_order_by: tuple[str,
             adds = None  # e.g. shredded variants, which Spark's reader rebuilds (files deleted)
     if adds is None:
         adds = write_bins(spark, txn, plan)
-    removes = commit_bins(log, txn, plan, adds)
+    removes = bin_removes(plan, adds)
     metrics = optimize_metrics(
         plan, adds, removes, start_ms=started, parallelism=_parallelism(spark)
     )
-    return metrics_frame(spark, plan.snapshot.table_root, metrics.to_dict())
+    # The metrics are known before the commit: Spark makes and plans their frame on its own
+    # cores while this thread writes the commit (bench/README.md).
+    with ThreadPoolExecutor(1, thread_name_prefix="deltalog-optimize-metrics") as pool:
+        frame = pool.submit(metrics_frame, spark, plan.snapshot.table_root, metrics.to_dict())
+        commit_bins(log, txn, plan, adds, removes)
+        return frame.result()
 
 
 def write_bins(spark: Any, txn: Transaction, plan: OptimizePlan) -> list[AddFile]:
@@ -303,11 +314,12 @@ def z_value(ids: list[Any], bits: int) -> Any:
 
 def metrics_frame(spark: Any, path: str, metrics: dict[str, Any]) -> DataFrame:
     """The one-row metrics DataFrame, made from Arrow (a local relation: collecting it runs
-    no job, where a frame of Python rows is an RDD)."""
+    no job, where a frame of Python rows is an RDD), its physical plan made already."""
     from pyspark.sql.pandas.types import to_arrow_schema  # pandas: only when it is made
 
     schema = to_arrow_schema(metrics_schema())
-    return arrow_to_df(spark, pa.Table.from_pylist([{"path": path, "metrics": metrics}], schema))
+    table = pa.Table.from_pylist([{"path": path, "metrics": metrics}], schema)
+    return planned(arrow_to_df(spark, table))
 
 
 def metrics_schema() -> T.StructType:
