@@ -9,7 +9,7 @@ a fresh copy of it, so all engines start from identical tables:
 * deltalake: ``deltalake.DeltaTable(p).optimize.compact(target_size=...)``.
 
 All three use the same target (128 MiB: files below it are compacted, bins up to it), so each
-leaves one file. Each figure is the median of 5 interleaved laps (A B C, A B C...) after one
+leaves one file. Each figure is the median of 5 (``--repeat``) interleaved laps (A B C, A B C...) after one
 untimed lap (JIT, Python workers), each run on a fresh copy made outside the clock. Goal:
 ratio <= 1.0.
 
@@ -97,8 +97,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only-optimize", action="store_true", help="OPTIMIZE alone")
+    parser.add_argument("--repeat", type=int, help="interleaved laps, medians (default 5)")
     args = parser.parse_args()
     files, repeat = (200, 1) if args.quick else (2000, 5)
+    repeat = args.repeat or repeat
     import deltalake
 
     import deltalog
