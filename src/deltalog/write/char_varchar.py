@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.schema import CHAR_VARCHAR_KEY, StructField, StructType
+from deltalog.write.conform import list_parts
 
 _Rows = TypeVar("_Rows", pa.Table, pa.RecordBatch)
 
@@ -219,23 +220,15 @@ def _fit(values: pa.Array, tree: Declared, column: str, table: str) -> pa.Array:
         ]
         return pa.StructArray.from_arrays(arrays, fields=list(t), mask=mask)
     if tree.kind == "array" and (pa.types.is_list(t) or pa.types.is_large_list(t)):
-        offsets, (first, last) = _rebased_offsets(values)
-        element = _fit(values.values.slice(first, last - first), children["element"], column, table)
+        offsets, child = list_parts(values)
+        element = _fit(child, children["element"], column, table)
         return type(values).from_arrays(offsets, element, type=t, mask=mask)
     if tree.kind == "map" and pa.types.is_map(t):
-        offsets, (first, last) = _rebased_offsets(values)
-        keys = _fit(values.keys.slice(first, last - first), children["key"], column, table)
-        items = _fit(values.items.slice(first, last - first), children["value"], column, table)
+        offsets, entries = list_parts(values)
+        keys = _fit(entries.field(0), children["key"], column, table)
+        items = _fit(entries.field(1), children["value"], column, table)
         return pa.MapArray.from_arrays(offsets, keys, items, type=t, mask=mask)
     return values
-
-
-def _rebased_offsets(values: Any) -> tuple[pa.Array, tuple[int, int]]:
-    """A list or map array's offsets counted from 0 (a new array: Arrow rebuilds no list
-    from sliced offsets and a null mask) and the range of its child they cover."""
-    offsets = values.offsets
-    first, last = offsets[0].as_py(), offsets[-1].as_py()
-    return pc.subtract(offsets, pa.scalar(first, offsets.type)), (first, last)
 
 
 def _fit_strings(values: Any, tree: Declared, column: str, table: str) -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.geospatial import from_spark_arrow, is_spark_arrow
@@ -87,14 +88,14 @@ def _conform(values: Any, t: DataType, path: tuple[str, ...]) -> Any:
     if isinstance(t, ArrayType) and (
         pa.types.is_list(values.type) or pa.types.is_large_list(values.type)
     ):
-        items = _conform(values.values, t.element_type, (*path, "element"))
-        offsets = values.offsets.cast(pa.int32())
-        return pa.ListArray.from_arrays(offsets, items, type=target, mask=mask)
+        offsets, child = list_parts(values)
+        items = _conform(child, t.element_type, (*path, "element"))
+        return pa.ListArray.from_arrays(offsets.cast(pa.int32()), items, type=target, mask=mask)
     if isinstance(t, MapType) and pa.types.is_map(values.type):
-        # The entries child is unsliced, matching the absolute offsets.
-        keys = _conform(values.values.field(0), t.key_type, (*path, "key"))
-        items = _conform(values.values.field(1), t.value_type, (*path, "value"))
-        return pa.MapArray.from_arrays(values.offsets, keys, items, type=target, mask=mask)
+        offsets, entries = list_parts(values)
+        keys = _conform(entries.field(0), t.key_type, (*path, "key"))
+        items = _conform(entries.field(1), t.value_type, (*path, "value"))
+        return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=mask)
     try:
         return values.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
@@ -129,3 +130,13 @@ def to_physical(logical: pa.Table, schema: pa.Schema) -> pa.Table:
         for column, f in zip(logical.columns, schema, strict=True)
     ]
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def list_parts(values: Any) -> tuple[pa.Array, Any]:
+    """A list or map array's offsets counted from 0 and the part of its child they cover (a
+    map's entries): the pieces to rebuild it from, sliced or not. Arrow rebuilds no list from
+    a slice's offsets under a null mask, and a slice's child is the whole unsliced child."""
+    offsets = values.offsets
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    rebased = pc.subtract(offsets, pa.scalar(first, offsets.type))
+    return rebased, values.values.slice(first, last - first)

@@ -819,3 +819,30 @@ def test_layout_of_snapshot(tmp_path: Path) -> None:
     adds = DataFileWriter(LocalLogStore(), layout).write(pa.Table.from_pylist(rows))
     assert len(adds) == 2
     assert all(stats_of(a)["tightBounds"] is True for a in adds)
+
+
+def test_sliced_lists_and_maps_with_nulls_are_cast_to_the_schema() -> None:
+    """Rows whose list and map columns hold nulls and need a cast to the table's types are
+    conformed whether or not the input is a slice (a slice's offsets do not start at 0, and
+    Arrow rebuilds no list from such offsets under a null mask)."""
+    from deltalog.write.conform import conform_table
+
+    rows = [
+        {"a": [1], "m": [("k", 1)]},
+        {"a": None, "m": None},
+        {"a": [2, 3], "m": [("j", 2), ("i", 3)]},
+        {"a": None, "m": None},
+        {"a": [], "m": []},
+    ]
+    given = pa.schema([("a", pa.large_list(pa.int64())), ("m", pa.map_(pa.string(), pa.int64()))])
+    table = pa.Table.from_pylist(rows, given)
+    schema = StructType(
+        (
+            StructField("a", ArrayType(PrimitiveType("integer"))),
+            StructField("m", MapType(PrimitiveType("string"), PrimitiveType("integer"))),
+        )
+    )
+    for start, length in ((0, 5), (1, 4), (2, 2), (3, 2), (5, 0)):
+        conformed = conform_table(table.slice(start, length), schema)
+        assert conformed.schema == schema.to_arrow()
+        assert conformed.to_pylist() == rows[start : start + length]
